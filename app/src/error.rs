@@ -1,0 +1,48 @@
+//! The error type of the UI's server functions: what the browser may learn about a failure.
+
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use serde::{Deserialize, Serialize};
+
+/// A failure shown to a person in the browser; its message is meant to be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum UiError {
+    /// Not signed in, or the credentials were wrong.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Signed in, but the role does not allow this.
+    #[error("your role does not allow this")]
+    Forbidden,
+    /// The input was refused; the message says why.
+    #[error("{0}")]
+    Invalid(String),
+    /// The server failed; details are in its log, not here.
+    #[error("something went wrong on the server; please try again")]
+    Internal,
+    /// The request never got a proper answer (network, decoding).
+    #[error("could not reach the server: {0}")]
+    Transport(String),
+}
+
+impl FromServerFnError for UiError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        UiError::Transport(value.to_string())
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<crate::identity::IdentityError> for UiError {
+    fn from(error: crate::identity::IdentityError) -> Self {
+        use crate::identity::IdentityError as E;
+        match error {
+            E::InvalidCredentials => UiError::Unauthorized(error.to_string()),
+            E::Store(inner) => {
+                tracing::error!(error = %inner, "storage failure in a UI request");
+                UiError::Internal
+            }
+            other => UiError::Invalid(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Password hashing with argon2id at OWASP's recommended minimum (19 MiB, 2 passes, 1 lane).
+
+use argon2::password_hash::{rand_core::OsRng, PasswordHash, SaltString};
+use argon2::{Algorithm, Argon2, Params, PasswordHasher as _, PasswordVerifier as _, Version};
+use std::sync::Arc;
+
+/// Hashes and verifies passwords. Cheap to clone; the work runs on the blocking pool so a
+/// burst of logins never stalls the async runtime.
+#[derive(Clone)]
+pub struct PasswordHasher {
+    argon2: Arc<Argon2<'static>>,
+    /// Verified against when the user does not exist, so that an unknown username costs the
+    /// same time as a wrong password and the answer reveals nothing.
+    decoy_hash: Arc<str>,
+}
+
+impl PasswordHasher {
+    /// OWASP parameters: m = 19 MiB, t = 2, p = 1.
+    pub fn new() -> Self {
+        let params =
+            Params::new(19 * 1024, 2, 1, None).expect("static argon2 parameters are valid");
+        let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
+        let decoy_hash = hash_with(&argon2, "decoy password that matches nothing")
+            .expect("hashing a static password succeeds");
+        Self {
+            argon2: Arc::new(argon2),
+            decoy_hash: decoy_hash.into(),
+        }
+    }
+
+    /// The PHC string of a freshly salted hash.
+    pub async fn hash(&self, password: String) -> String {
+        let argon2 = self.argon2.clone();
+        tokio::task::spawn_blocking(move || hash_with(&argon2, &password))
+            .await
+            .expect("password hashing does not panic")
+            .expect("argon2 hashing with valid parameters succeeds")
+    }
+
+    /// Whether the password matches the stored hash; with `None` it checks a decoy and
+    /// answers `false` after the same amount of work.
+    pub async fn verify(&self, password: String, stored: Option<String>) -> bool {
+        let argon2 = self.argon2.clone();
+        let exists = stored.is_some();
+        let stored = stored.unwrap_or_else(|| self.decoy_hash.to_string());
+        let matches = tokio::task::spawn_blocking(move || {
+            PasswordHash::new(&stored)
+                .map(|parsed| argon2.verify_password(password.as_bytes(), &parsed).is_ok())
+                .unwrap_or(false)
+        })
+        .await
+        .unwrap_or(false);
+        exists && matches
+    }
+}
+
+impl Default for PasswordHasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn hash_with(argon2: &Argon2<'_>, password: &str) -> Result<String, argon2::password_hash::Error> {
+    let salt = SaltString::generate(&mut OsRng);
+    Ok(argon2
+        .hash_password(password.as_bytes(), &salt)?
+        .to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_hash_verifies_its_password_only() {
+        let hasher = PasswordHasher::new();
+        let hash = hasher.hash("correct horse".into()).await;
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
+        assert!(
+            hasher
+                .verify("correct horse".into(), Some(hash.clone()))
+                .await
+        );
+        assert!(!hasher.verify("wrong horse".into(), Some(hash)).await);
+    }
+
+    #[tokio::test]
+    async fn an_unknown_user_never_verifies_not_even_with_the_decoy_password() {
+        let hasher = PasswordHasher::new();
+        let decoy = "decoy password that matches nothing".to_string();
+        assert!(!hasher.verify(decoy, None).await);
+    }
+}

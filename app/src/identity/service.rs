@@ -1,0 +1,293 @@
+//! The identity service: logins, sessions, API keys and the first admin.
+
+use chrono::{DateTime, Duration, Utc};
+use std::sync::Arc;
+use uuid::Uuid;
+
+use super::{
+    ApiKeySecret, IdentityStore, NewApiKey, NewSession, NewUser, PasswordHasher, SecretHash,
+    SessionToken,
+};
+use crate::domain::{ApiKeyInfo, Namespace, Role, UserInfo, Username};
+use crate::store_error::StoreError;
+
+/// What can go wrong in identity operations, as the adapters need to tell callers.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    /// Unknown user or wrong password: deliberately indistinguishable.
+    #[error("wrong username or password")]
+    InvalidCredentials,
+    /// A user with this name already exists.
+    #[error("a user named {0} already exists")]
+    UsernameTaken(Username),
+    /// No such user.
+    #[error("no user named {0}")]
+    UnknownUser(Username),
+    /// A password that does not meet the policy.
+    #[error("password must be at least {min} characters")]
+    WeakPassword { min: usize },
+    /// API key name too long or not printable.
+    #[error("key name must be at most 128 printable characters")]
+    BadKeyName,
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An agent, authenticated by an API key of one namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    pub key_id: Uuid,
+    pub key_name: String,
+    pub namespace: Namespace,
+}
+
+/// Tunables of identity.
+#[derive(Debug, Clone)]
+pub struct IdentityPolicy {
+    /// How long a session lasts from login.
+    pub session_lifetime: Duration,
+    /// The shortest password accepted.
+    pub min_password_length: usize,
+    /// `last_used_at` of a key is written at most this often, to keep the agent path read-only.
+    pub key_touch_interval: Duration,
+}
+
+impl Default for IdentityPolicy {
+    fn default() -> Self {
+        Self {
+            session_lifetime: Duration::hours(12),
+            min_password_length: 8,
+            key_touch_interval: Duration::seconds(60),
+        }
+    }
+}
+
+/// Logins, sessions and API keys over an [`IdentityStore`]. Cheap to clone.
+#[derive(Clone)]
+pub struct Identity {
+    store: Arc<dyn IdentityStore>,
+    hasher: PasswordHasher,
+    policy: IdentityPolicy,
+}
+
+impl Identity {
+    /// The service over a store.
+    pub fn new(store: Arc<dyn IdentityStore>, policy: IdentityPolicy) -> Self {
+        Self {
+            store,
+            hasher: PasswordHasher::new(),
+            policy,
+        }
+    }
+
+    /// The session lifetime, for the cookie's `Max-Age`.
+    pub fn session_lifetime(&self) -> Duration {
+        self.policy.session_lifetime
+    }
+
+    /// Checks the password and opens a session.
+    #[tracing::instrument(skip_all, fields(username = %username))]
+    pub async fn login(
+        &self,
+        username: &str,
+        password: &str,
+    ) -> Result<(UserInfo, SessionToken), IdentityError> {
+        // A malformed name cannot exist, but it still pays for a hash so timing tells nothing.
+        let stored = match Username::try_from(username) {
+            Ok(name) => self.store.user_by_username(&name).await?,
+            Err(_) => None,
+        };
+        let hash = stored.as_ref().map(|user| user.password_hash.clone());
+        if !self.hasher.verify(password.to_owned(), hash).await {
+            return Err(IdentityError::InvalidCredentials);
+        }
+        let user = stored
+            .expect("a verified password belongs to a stored user")
+            .info;
+        let token = SessionToken::generate();
+        let now = Utc::now();
+        self.store
+            .insert_session(NewSession {
+                token_hash: token.hash(),
+                user_id: user.id,
+                created_at: now,
+                expires_at: now + self.policy.session_lifetime,
+            })
+            .await?;
+        Ok((user, token))
+    }
+
+    /// Ends the session of this token, if any.
+    pub async fn logout(&self, token: &str) -> Result<(), IdentityError> {
+        Ok(self.store.delete_session(&SecretHash::of(token)).await?)
+    }
+
+    /// The person behind a session token, if the session is live.
+    pub async fn person_for_session(&self, token: &str) -> Result<Option<UserInfo>, IdentityError> {
+        Ok(self
+            .store
+            .session_user(&SecretHash::of(token), Utc::now())
+            .await?)
+    }
+
+    /// The agent behind an API key, if the key exists and is not revoked.
+    pub async fn agent_for_key(&self, key: &str) -> Result<Option<Agent>, IdentityError> {
+        let Some(info) = self.store.api_key_by_hash(&SecretHash::of(key)).await? else {
+            return Ok(None);
+        };
+        if info.revoked_at.is_some() {
+            return Ok(None);
+        }
+        let now = Utc::now();
+        if needs_touch(info.last_used_at, now, self.policy.key_touch_interval) {
+            self.store.touch_api_key(info.id, now).await?;
+        }
+        Ok(Some(Agent {
+            key_id: info.id,
+            key_name: info.name,
+            namespace: info.namespace,
+        }))
+    }
+
+    /// Creates a person.
+    #[tracing::instrument(skip_all, fields(username = %username, role = %role))]
+    pub async fn create_user(
+        &self,
+        username: Username,
+        role: Role,
+        password: &str,
+    ) -> Result<UserInfo, IdentityError> {
+        self.check_password(password)?;
+        let info = UserInfo {
+            id: Uuid::now_v7(),
+            username,
+            role,
+            created_at: Utc::now(),
+        };
+        let password_hash = self.hasher.hash(password.to_owned()).await;
+        let new = NewUser {
+            id: info.id,
+            username: info.username.clone(),
+            role,
+            password_hash,
+            created_at: info.created_at,
+        };
+        match self.store.insert_user(new).await {
+            Ok(()) => Ok(info),
+            Err(StoreError::Conflict) => Err(IdentityError::UsernameTaken(info.username)),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// Every person.
+    pub async fn list_users(&self) -> Result<Vec<UserInfo>, IdentityError> {
+        Ok(self.store.list_users().await?)
+    }
+
+    /// Sets a new password and signs the user out everywhere.
+    #[tracing::instrument(skip_all, fields(username = %username))]
+    pub async fn set_password(
+        &self,
+        username: &Username,
+        password: &str,
+    ) -> Result<(), IdentityError> {
+        self.check_password(password)?;
+        let hash = self.hasher.hash(password.to_owned()).await;
+        if self.store.set_password(username, hash).await? {
+            Ok(())
+        } else {
+            Err(IdentityError::UnknownUser(username.clone()))
+        }
+    }
+
+    /// On a fresh install, creates `admin` with a random password and returns that password
+    /// (to be shown once). Does nothing when any user exists.
+    pub async fn ensure_first_admin(&self) -> Result<Option<String>, IdentityError> {
+        if self.store.count_users().await? > 0 {
+            return Ok(None);
+        }
+        let password = SessionToken::generate()
+            .expose()
+            .chars()
+            .take(24)
+            .collect::<String>();
+        let admin = Username::try_from("admin").expect("'admin' is a valid username");
+        match self.create_user(admin, Role::Admin, &password).await {
+            Ok(_) => Ok(Some(password)),
+            // Another process bootstrapped at the same moment: theirs stands.
+            Err(IdentityError::UsernameTaken(_)) => Ok(None),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Creates an API key for a namespace; the returned secret is the only copy of the key.
+    #[tracing::instrument(skip_all, fields(namespace = %namespace))]
+    pub async fn create_api_key(
+        &self,
+        namespace: Namespace,
+        name: Option<String>,
+    ) -> Result<(ApiKeyInfo, ApiKeySecret), IdentityError> {
+        let name = name.unwrap_or_default();
+        if name.chars().count() > 128 || name.chars().any(char::is_control) {
+            return Err(IdentityError::BadKeyName);
+        }
+        let secret = ApiKeySecret::generate();
+        let info = ApiKeyInfo {
+            id: Uuid::now_v7(),
+            namespace,
+            name,
+            prefix: secret.display_prefix(),
+            created_at: Utc::now(),
+            last_used_at: None,
+            revoked_at: None,
+        };
+        self.store
+            .insert_api_key(NewApiKey {
+                info: info.clone(),
+                key_hash: secret.hash(),
+            })
+            .await?;
+        Ok((info, secret))
+    }
+
+    /// Every API key, newest first.
+    pub async fn list_api_keys(&self) -> Result<Vec<ApiKeyInfo>, IdentityError> {
+        Ok(self.store.list_api_keys().await?)
+    }
+
+    /// Revokes a key; returns whether it exists. Revoking twice is harmless.
+    pub async fn revoke_api_key(&self, id: Uuid) -> Result<bool, IdentityError> {
+        Ok(self.store.revoke_api_key(id, Utc::now()).await?)
+    }
+
+    fn check_password(&self, password: &str) -> Result<(), IdentityError> {
+        let min = self.policy.min_password_length;
+        if password.chars().count() < min {
+            return Err(IdentityError::WeakPassword { min });
+        }
+        Ok(())
+    }
+}
+
+fn needs_touch(
+    last_used_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    interval: Duration,
+) -> bool {
+    last_used_at.is_none_or(|last| now - last >= interval)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_use_is_written_at_most_once_per_interval() {
+        let now = Utc::now();
+        let minute = Duration::seconds(60);
+        assert!(needs_touch(None, now, minute));
+        assert!(needs_touch(Some(now - Duration::seconds(61)), now, minute));
+        assert!(!needs_touch(Some(now - Duration::seconds(5)), now, minute));
+    }
+}

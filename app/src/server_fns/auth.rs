@@ -1,0 +1,41 @@
+//! Signing in and out from the browser.
+
+use leptos::prelude::*;
+
+use crate::domain::UserInfo;
+use crate::UiError;
+
+#[cfg(feature = "ssr")]
+use super::context::{identity, session_cookie, session_token};
+
+/// Checks the credentials, opens a session and sets its cookie.
+#[server(prefix = "/api", endpoint = "login")]
+pub async fn login(username: String, password: String) -> Result<UserInfo, UiError> {
+    let (user, token) = identity()?.login(&username, &password).await?;
+    let lifetime = identity()?.session_lifetime();
+    let cookie = session_cookie()?.set(token.expose(), lifetime);
+    expect_context::<leptos_axum::ResponseOptions>()
+        .insert_header(http::header::SET_COOKIE, cookie);
+    Ok(user)
+}
+
+/// Ends the current session and clears its cookie.
+#[server(prefix = "/api", endpoint = "logout")]
+pub async fn logout() -> Result<(), UiError> {
+    if let Some(token) = session_token() {
+        identity()?.logout(&token).await?;
+    }
+    let cookie = session_cookie()?.clear();
+    expect_context::<leptos_axum::ResponseOptions>()
+        .insert_header(http::header::SET_COOKIE, cookie);
+    Ok(())
+}
+
+/// The person signed in, if any.
+#[server(prefix = "/api", endpoint = "me")]
+pub async fn current_user() -> Result<Option<UserInfo>, UiError> {
+    match session_token() {
+        Some(token) => Ok(identity()?.person_for_session(&token).await?),
+        None => Ok(None),
+    }
+}

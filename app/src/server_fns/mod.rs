@@ -1,0 +1,34 @@
+//! Server functions: the UI's thin doors into the services. Each takes the service from the
+//! Leptos context (provided by the server at startup), calls it, and maps the error.
+
+mod auth;
+
+pub use auth::{current_user, login, logout, CurrentUser, Login, Logout};
+
+#[cfg(feature = "ssr")]
+mod context {
+    use crate::identity::{Identity, SessionCookie};
+    use crate::UiError;
+    use leptos::prelude::use_context;
+
+    /// The identity service, provided by the server for every request.
+    pub fn identity() -> Result<Identity, UiError> {
+        use_context::<Identity>().ok_or_else(|| missing("Identity"))
+    }
+
+    /// How the session cookie is written.
+    pub fn session_cookie() -> Result<SessionCookie, UiError> {
+        use_context::<SessionCookie>().ok_or_else(|| missing("SessionCookie"))
+    }
+
+    /// The session token of the current request, if the browser sent one.
+    pub fn session_token() -> Option<String> {
+        let parts = use_context::<http::request::Parts>()?;
+        SessionCookie::read(&parts.headers)
+    }
+
+    fn missing(what: &str) -> UiError {
+        tracing::error!(what, "service missing from the Leptos context");
+        UiError::Internal
+    }
+}

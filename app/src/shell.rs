@@ -1,0 +1,58 @@
+//! The HTML document and the router.
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::components::{Route, Router, Routes};
+use leptos_router::{SsrMode, StaticSegment};
+
+use crate::pages::{LoginPage, NotFound, OverviewPage};
+
+/// The whole document, rendered on the server around the app.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <meta name="color-scheme" content="light dark" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+/// The application: routes and the marker tests wait for before they click.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    mark_hydrated();
+
+    view! {
+        <Stylesheet id="leptos" href="/pkg/idem.css" />
+        <Title text="idem" />
+        <Router>
+            <Routes fallback=NotFound>
+                // Async: the page waits for the session check, so a redirect to the login
+                // page is a real HTTP redirect rather than a flash of content.
+                <Route path=StaticSegment("") view=OverviewPage ssr=SsrMode::Async />
+                <Route path=StaticSegment("login") view=LoginPage />
+            </Routes>
+        </Router>
+    }
+}
+
+/// Sets `data-hydrated` on `<html>` once the browser has taken over the page. Effects run
+/// only in the browser, so the attribute means the WebAssembly is live.
+fn mark_hydrated() {
+    Effect::new(|_| {
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
+}

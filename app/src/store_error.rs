@@ -1,0 +1,16 @@
+//! The one error every storage port returns. Backends translate their own errors into it at
+//! the storage boundary, so the rules never see a driver type.
+
+/// A storage failure, as the rules need to know it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A uniqueness rule of the data was violated (a second user with the same name, say).
+    #[error("conflicts with existing data")]
+    Conflict,
+    /// The database could not be reached or answered with an error.
+    #[error("storage failure: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Stored data could not be read back into a domain type (corruption or a bad migration).
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+}

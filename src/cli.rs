@@ -1,0 +1,275 @@
+//! The command line: `serve`, `migrate`, `keys`, `users`.
+
+use anyhow::{bail, Context};
+use app::domain::{Namespace, Role, Username};
+use app::identity::{Identity, IdentityPolicy};
+use clap::{Parser, Subcommand};
+use std::io::BufRead;
+use std::process::ExitCode;
+use uuid::Uuid;
+
+use crate::config::{DatabaseArgs, ServeConfig};
+use crate::startup::Application;
+use crate::storage::Database;
+use crate::telemetry;
+
+/// idem — the idempotency ledger for tool-calling AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "idem", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the REST API and the web UI.
+    Serve(ServeConfig),
+    /// Create or upgrade the database schema, then exit.
+    Migrate(DatabaseArgs),
+    /// Manage the API keys agents use.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Manage the people who use the web UI.
+    #[command(subcommand)]
+    Users(UsersCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Create a key for a namespace and print it, alone, on stdout (it is shown only once).
+    Create {
+        #[arg(long)]
+        namespace: String,
+        /// A label to recognise the key by.
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// List keys (never the secrets).
+    List {
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Revoke a key by its id.
+    Revoke {
+        id: Uuid,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum UsersCommand {
+    /// Create a person; the password is read from the first line of stdin.
+    Create {
+        #[arg(long)]
+        username: String,
+        /// viewer, operator, approver or admin.
+        #[arg(long)]
+        role: String,
+        /// Read the password from stdin (required: passwords never go on the command line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// List people and their roles.
+    List {
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Set a new password (from stdin) and end the person's sessions.
+    SetPassword {
+        #[arg(long)]
+        username: String,
+        #[arg(long, required = true)]
+        password_stdin: bool,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+/// Parses the command line and runs it.
+pub async fn run() -> ExitCode {
+    let cli = Cli::parse();
+    match execute(cli.command).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn execute(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve(config) => {
+            telemetry::init(config.log_format == "json");
+            Application::build(config).await?.run().await?;
+        }
+        Command::Migrate(database) => {
+            telemetry::init(false);
+            open(&database).await?.close().await;
+            println!("the database schema is up to date");
+        }
+        Command::Keys(command) => {
+            telemetry::init(false);
+            keys(command).await?;
+        }
+        Command::Users(command) => {
+            telemetry::init(false);
+            users(command).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn open(args: &DatabaseArgs) -> anyhow::Result<Database> {
+    Database::open(&args.database_url)
+        .await
+        .with_context(|| format!("opening {}", redact_url(&args.database_url)))
+}
+
+async fn identity(args: &DatabaseArgs) -> anyhow::Result<(Database, Identity)> {
+    let database = open(args).await?;
+    let identity = Identity::new(database.identity_store(), IdentityPolicy::default());
+    Ok((database, identity))
+}
+
+async fn keys(command: KeysCommand) -> anyhow::Result<()> {
+    match command {
+        KeysCommand::Create {
+            namespace,
+            name,
+            database,
+        } => {
+            let namespace = Namespace::try_from(namespace)?;
+            let (db, identity) = identity(&database).await?;
+            let (_, secret) = identity.create_api_key(namespace, name).await?;
+            println!("{}", secret.expose());
+            db.close().await;
+        }
+        KeysCommand::List { database } => {
+            let (db, identity) = identity(&database).await?;
+            println!(
+                "{:<36}  {:<20}  {:<20}  {:<11}  {:<20}  status",
+                "id", "namespace", "name", "prefix", "last used"
+            );
+            for key in identity.list_api_keys().await? {
+                let last_used = key.last_used_at.map_or("never".to_owned(), |t| {
+                    t.format("%Y-%m-%d %H:%M:%S").to_string()
+                });
+                let status = if key.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                println!(
+                    "{:<36}  {:<20}  {:<20}  {:<11}  {:<20}  {status}",
+                    key.id, key.namespace, key.name, key.prefix, last_used
+                );
+            }
+            db.close().await;
+        }
+        KeysCommand::Revoke { id, database } => {
+            let (db, identity) = identity(&database).await?;
+            let exists = identity.revoke_api_key(id).await?;
+            db.close().await;
+            if !exists {
+                bail!("no API key with id {id}");
+            }
+            println!("revoked {id}");
+        }
+    }
+    Ok(())
+}
+
+async fn users(command: UsersCommand) -> anyhow::Result<()> {
+    match command {
+        UsersCommand::Create {
+            username,
+            role,
+            database,
+            ..
+        } => {
+            let username = Username::try_from(username)?;
+            let role: Role = role.parse()?;
+            let password = read_password()?;
+            let (db, identity) = identity(&database).await?;
+            let user = identity.create_user(username, role, &password).await?;
+            db.close().await;
+            println!("created {} ({})", user.username, user.role);
+        }
+        UsersCommand::List { database } => {
+            let (db, identity) = identity(&database).await?;
+            for user in identity.list_users().await? {
+                println!("{:<32}  {}", user.username, user.role);
+            }
+            db.close().await;
+        }
+        UsersCommand::SetPassword {
+            username, database, ..
+        } => {
+            let username = Username::try_from(username)?;
+            let password = read_password()?;
+            let (db, identity) = identity(&database).await?;
+            identity.set_password(&username, &password).await?;
+            db.close().await;
+            println!("password changed for {username}; their sessions have ended");
+        }
+    }
+    Ok(())
+}
+
+/// The first line of stdin, without its line ending.
+fn read_password() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the password from stdin")?;
+    let password = line.trim_end_matches(['\r', '\n']).to_owned();
+    if password.is_empty() {
+        bail!("no password on stdin");
+    }
+    Ok(password)
+}
+
+/// The URL without its password, for messages.
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => {
+                    format!("{}://{user}:***@{}", &url[..scheme_end], &url[at + 1..])
+                }
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn passwords_in_urls_are_hidden() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h/db"),
+            "postgres://u:***@h/db"
+        );
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_url("sqlite://idem.db"), "sqlite://idem.db");
+    }
+}

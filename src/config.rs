@@ -1,0 +1,68 @@
+//! Configuration of `idem serve`: flags, each with an `IDEM_*` environment variable.
+
+use clap::Args;
+use std::path::PathBuf;
+
+/// Where the data lives; every subcommand takes it.
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseArgs {
+    /// `sqlite://PATH` (created if missing) or `postgres://…`.
+    #[arg(long, env = "IDEM_DATABASE_URL", default_value = "sqlite://idem.db")]
+    pub database_url: String,
+}
+
+/// Everything `idem serve` needs.
+#[derive(Debug, Clone, Args)]
+pub struct ServeConfig {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, env = "IDEM_BIND", default_value = "127.0.0.1:3000")]
+    pub bind: String,
+
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    /// The URL people use to reach idem; `https://…` makes the session cookie `Secure`.
+    #[arg(long, env = "IDEM_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// Folder with the compiled UI (`pkg/`) and static files, as built by `make build`.
+    #[arg(long, env = "IDEM_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "IDEM_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Requests running longer than this are answered 408 (seconds). Must exceed the longest
+    /// `Prefer: wait` (60 s).
+    #[arg(long, env = "IDEM_REQUEST_TIMEOUT_SECS", default_value_t = 75)]
+    pub request_timeout_secs: u64,
+
+    /// Log as JSON lines instead of text.
+    #[arg(long, env = "IDEM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+impl ServeConfig {
+    /// A configuration for tests: port 0 on loopback, the given database.
+    pub fn for_tests(database_url: impl Into<String>) -> Self {
+        Self {
+            bind: "127.0.0.1:0".into(),
+            database: DatabaseArgs {
+                database_url: database_url.into(),
+            },
+            public_url: None,
+            site_root: PathBuf::from("target/site"),
+            max_body_bytes: 1024 * 1024,
+            request_timeout_secs: 75,
+            log_format: "text".into(),
+        }
+    }
+
+    /// Whether cookies must be `Secure`.
+    pub fn serves_https(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|url| url.to_ascii_lowercase().starts_with("https://"))
+    }
+}

@@ -1,0 +1,176 @@
+//! Who is calling: extractors for agents (API key) and people (session cookie), and the
+//! `/auth` routes that open and close sessions.
+
+use app::domain::{Namespace, Permission, UserInfo};
+use app::identity::{Agent, SessionCookie};
+use axum::extract::{FromRequestParts, State};
+use axum::http::header::{AUTHORIZATION, SET_COOKIE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+
+use super::error::{ApiError, ApiResult};
+use super::json::AppJson;
+use crate::startup::AppState;
+
+/// An agent: the request carried `Authorization: Bearer <api key>` of a live key.
+#[derive(Debug, Clone)]
+pub struct AgentCaller(pub Agent);
+
+impl AgentCaller {
+    /// The namespace every operation of this caller lives in.
+    pub fn namespace(&self) -> &Namespace {
+        &self.0.namespace
+    }
+}
+
+/// A person signed in with a session cookie.
+#[derive(Debug, Clone)]
+pub struct Person(pub UserInfo);
+
+impl Person {
+    /// Refuses with 403 unless the person's role carries the permission.
+    pub fn require(&self, permission: Permission) -> ApiResult<()> {
+        if self.0.role.can(permission) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden)
+        }
+    }
+}
+
+/// Either kind of caller, for routes open to both.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    Agent(AgentCaller),
+    Person(Person),
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+async fn agent_from(parts: &Parts, state: &AppState) -> ApiResult<Option<AgentCaller>> {
+    let Some(token) = bearer_token(&parts.headers) else {
+        return Ok(None);
+    };
+    let agent = state.identity.agent_for_key(token).await?;
+    agent
+        .map(AgentCaller)
+        .map(Some)
+        .ok_or(ApiError::Unauthorized("invalid or revoked API key"))
+}
+
+async fn person_from(parts: &Parts, state: &AppState) -> ApiResult<Option<Person>> {
+    let Some(token) = SessionCookie::read(&parts.headers) else {
+        return Ok(None);
+    };
+    let user = state.identity.person_for_session(&token).await?;
+    Ok(user.map(Person))
+}
+
+impl FromRequestParts<AppState> for AgentCaller {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        agent_from(parts, state)
+            .await?
+            .ok_or(ApiError::Unauthorized(
+                "an API key is required: Authorization: Bearer <key>",
+            ))
+    }
+}
+
+impl FromRequestParts<AppState> for Person {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        if bearer_token(&parts.headers).is_some() {
+            // An agent asking for a person's route: known caller, wrong kind.
+            agent_from(parts, state).await?;
+            return Err(ApiError::Forbidden);
+        }
+        person_from(parts, state)
+            .await?
+            .ok_or(ApiError::Unauthorized("sign in first"))
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        if let Some(agent) = agent_from(parts, state).await? {
+            return Ok(Caller::Agent(agent));
+        }
+        let person = person_from(parts, state).await?;
+        person
+            .map(Caller::Person)
+            .ok_or(ApiError::Unauthorized("sign in or send an API key"))
+    }
+}
+
+/// The `/auth` routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/auth/login", post(login))
+        .route("/auth/logout", post(logout))
+        .route("/auth/me", get(me))
+}
+
+#[derive(Deserialize)]
+struct LoginRequest {
+    username: String,
+    password: String,
+}
+
+#[derive(Serialize)]
+struct UserResponse {
+    user: UserInfo,
+}
+
+#[tracing::instrument(skip_all)]
+async fn login(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<LoginRequest>,
+) -> ApiResult<Response> {
+    let (user, token) = state.identity.login(&body.username, &body.password).await?;
+    let cookie = state
+        .session_cookie
+        .set(token.expose(), state.identity.session_lifetime());
+    Ok(([(SET_COOKIE, cookie)], AppJson(UserResponse { user })).into_response())
+}
+
+#[tracing::instrument(skip_all)]
+async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
+    if let Some(token) = SessionCookie::read(&headers) {
+        state.identity.logout(&token).await?;
+    }
+    Ok((
+        StatusCode::NO_CONTENT,
+        [(SET_COOKIE, state.session_cookie.clear())],
+    )
+        .into_response())
+}
+
+#[derive(Serialize)]
+struct AgentInfo {
+    namespace: Namespace,
+    key_id: uuid::Uuid,
+    key_name: String,
+}
+
+/// A person gets `{"user": …}`, an agent `{"agent": {"namespace", "key_id", "key_name"}}`.
+async fn me(caller: Caller) -> Response {
+    match caller {
+        Caller::Person(Person(user)) => AppJson(UserResponse { user }).into_response(),
+        Caller::Agent(AgentCaller(agent)) => AppJson(serde_json::json!({
+            "agent": AgentInfo { namespace: agent.namespace, key_id: agent.key_id, key_name: agent.key_name }
+        }))
+        .into_response(),
+    }
+}

@@ -1,0 +1,141 @@
+//! `ApiError`: every failure of the REST API, answered in the contract's shape
+//! `{"error": {"code", "message", "details"}}`. Client errors explain themselves; server
+//! errors are logged with their cause and answered generically.
+
+use app::identity::IdentityError;
+use app::store_error::StoreError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+/// The result type of handlers.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// A failure of a REST request.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed or invalid; nothing was changed.
+    #[error("{message}")]
+    BadRequest {
+        code: &'static str,
+        message: String,
+        details: Value,
+    },
+    /// 401: no credentials, or credentials that do not identify anyone.
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    /// 403: the caller is known but lacks the role.
+    #[error("your role does not allow this")]
+    Forbidden,
+    /// 404: nothing here (or nothing this caller may see).
+    #[error("{0}")]
+    NotFound(&'static str),
+    /// 409: the request conflicts with the current state.
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    /// 413: the body is over the configured limit (`IDEM_MAX_BODY_BYTES`).
+    #[error("the request body is larger than this server accepts")]
+    PayloadTooLarge,
+    /// 415: the body is not declared as JSON.
+    #[error("expected a JSON body with Content-Type: application/json")]
+    UnsupportedMediaType,
+    /// 503: a dependency (the database) is unavailable.
+    #[error("{0}")]
+    Unavailable(&'static str),
+    /// 500: a failure of ours; the cause goes to the log only.
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ApiError {
+    /// A 400 with a code and a message.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code,
+            message: message.into(),
+            details: json!({}),
+        }
+    }
+
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } => code,
+            ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::Forbidden => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::Unavailable(_) => "service_unavailable",
+            ApiError::Internal(_) => "internal_error",
+        }
+    }
+}
+
+/// The contract's error body.
+pub fn error_body(code: &str, message: &str, details: Value) -> Value {
+    json!({ "error": { "code": code, "message": message, "details": details } })
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(cause) = &self {
+            tracing::error!(error = %cause, "request failed");
+        }
+        let details = match &self {
+            ApiError::BadRequest { details, .. } => details.clone(),
+            _ => json!({}),
+        };
+        let body = error_body(self.code(), &self.to_string(), details);
+        let mut response = (self.status(), axum::Json(body)).into_response();
+        if matches!(self, ApiError::Unauthorized(_)) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        ApiError::Internal(Box::new(error))
+    }
+}
+
+impl From<IdentityError> for ApiError {
+    fn from(error: IdentityError) -> Self {
+        match error {
+            IdentityError::InvalidCredentials => {
+                ApiError::Unauthorized("wrong username or password")
+            }
+            IdentityError::UsernameTaken(_) => ApiError::Conflict {
+                code: "username_taken",
+                message: error.to_string(),
+            },
+            IdentityError::UnknownUser(_) => ApiError::NotFound("no such user"),
+            IdentityError::WeakPassword { .. } => {
+                ApiError::bad_request("weak_password", error.to_string())
+            }
+            IdentityError::BadKeyName => {
+                ApiError::bad_request("invalid_request", error.to_string())
+            }
+            IdentityError::Store(inner) => inner.into(),
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Building and running the application: the database, the services, the router and the
+//! listener. `Application::build` binds first, so tests can start it on port 0 and ask for
+//! the port.
+
+use app::identity::{Identity, IdentityPolicy, SessionCookie};
+use app::{shell, App};
+use axum::body::Body;
+use axum::extract::FromRef;
+use axum::http::{Request, StatusCode};
+use axum::routing::any;
+use axum::Router;
+use leptos::config::{Env, LeptosOptions};
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::config::ServeConfig;
+use crate::http;
+use crate::storage::Database;
+
+/// What every handler and server function can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub database: Database,
+    pub identity: Identity,
+    pub session_cookie: SessionCookie,
+    pub leptos_options: LeptosOptions,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}
+
+/// A built application, bound to its port, ready to run.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    state: AppState,
+}
+
+impl Application {
+    /// Opens and migrates the database, bootstraps the first admin on an empty install, and
+    /// binds the listener.
+    pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
+        let database = Database::open(&config.database.database_url).await?;
+        let identity = Identity::new(database.identity_store(), IdentityPolicy::default());
+        if let Some(password) = identity.ensure_first_admin().await? {
+            tracing::warn!(
+                username = "admin",
+                password = %password,
+                "created the first user; sign in and change this password (it is shown only once)"
+            );
+        }
+        let listener = TcpListener::bind(&config.bind).await?;
+        let site_addr = listener.local_addr()?;
+        let state = AppState {
+            database,
+            identity,
+            session_cookie: SessionCookie {
+                secure: config.serves_https(),
+            },
+            leptos_options: leptos_options(&config, site_addr),
+        };
+        let router = router(state.clone(), &config);
+        Ok(Self {
+            listener,
+            router,
+            state,
+        })
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// The shared state (tests use its services to set up data).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until SIGINT or SIGTERM, then lets in-flight requests finish.
+    pub async fn run(self) -> std::io::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Serves until `shutdown` completes, then lets in-flight requests finish.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        tracing::info!(address = %self.local_addr(), "idem is listening");
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(self.listener, service)
+            .with_graceful_shutdown(shutdown)
+            .await?;
+        self.state.database.close().await;
+        tracing::info!("idem stopped");
+        Ok(())
+    }
+}
+
+fn leptos_options(config: &ServeConfig, site_addr: SocketAddr) -> LeptosOptions {
+    LeptosOptions::builder()
+        .output_name("idem")
+        .site_root(config.site_root.to_string_lossy().as_ref())
+        .site_pkg_dir("pkg")
+        .env(Env::PROD)
+        .site_addr(site_addr)
+        .build()
+}
+
+fn router(state: AppState, config: &ServeConfig) -> Router {
+    let ui_context = {
+        let state = state.clone();
+        move || {
+            provide_context(state.identity.clone());
+            provide_context(state.session_cookie);
+        }
+    };
+    let routes = generate_route_list(App);
+    let shell_options = state.leptos_options.clone();
+    let ui = Router::new()
+        .leptos_routes_with_context(&state, routes, ui_context.clone(), move || {
+            shell(shell_options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(ui_context, shell));
+
+    Router::new()
+        .merge(http::router(config.max_body_bytes))
+        // Unknown API paths answer in the API's shape, not with the UI's 404 page.
+        .route("/v1/{*rest}", any(http::not_found))
+        .route("/auth/{*rest}", any(http::not_found))
+        .merge(ui)
+        .with_state(state)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(config.request_timeout_secs),
+        ))
+        .layer(axum::middleware::from_fn(http::ensure_error_shape))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+/// One span per request, carrying the request id that is also returned in `x-request-id`.
+fn request_span(request: &Request<Body>) -> tracing::Span {
+    let request_id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("-");
+    tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

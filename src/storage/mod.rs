@@ -1,0 +1,91 @@
+//! The databases behind the ports of `app`: SQLite (embedded default) and PostgreSQL
+//! (scale-out). Both implement the same traits and pass one conformance suite.
+
+mod postgres;
+mod rows;
+mod sqlite;
+pub mod testing;
+
+#[cfg(test)]
+mod conformance;
+
+use app::identity::IdentityStore;
+use app::store_error::StoreError;
+use std::sync::Arc;
+
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+/// Why the database could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("unsupported database URL {0:?}: use sqlite://PATH or postgres://…")]
+    UnsupportedUrl(String),
+    #[error("cannot connect to the database: {0}")]
+    Connect(#[source] sqlx::Error),
+    #[error("cannot migrate the database: {0}")]
+    Migrate(#[source] sqlx::migrate::MigrateError),
+}
+
+/// An open, migrated database of either kind.
+#[derive(Clone)]
+pub enum Database {
+    Sqlite(SqliteStore),
+    Postgres(PostgresStore),
+}
+
+impl Database {
+    /// Opens the database named by the URL's scheme and brings its schema up to date.
+    pub async fn open(url: &str) -> Result<Self, OpenError> {
+        let database = if url.starts_with("sqlite:") {
+            Database::Sqlite(SqliteStore::open(url).await?)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Database::Postgres(PostgresStore::open(url).await?)
+        } else {
+            return Err(OpenError::UnsupportedUrl(url.to_owned()));
+        };
+        database.migrate().await?;
+        Ok(database)
+    }
+
+    async fn migrate(&self) -> Result<(), OpenError> {
+        match self {
+            Database::Sqlite(store) => store.migrate().await,
+            Database::Postgres(store) => store.migrate().await,
+        }
+        .map_err(OpenError::Migrate)
+    }
+
+    /// Whether the database answers (for `/readyz`).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match self {
+            Database::Sqlite(store) => store.ping().await,
+            Database::Postgres(store) => store.ping().await,
+        }
+    }
+
+    /// The identity port.
+    pub fn identity_store(&self) -> Arc<dyn IdentityStore> {
+        match self {
+            Database::Sqlite(store) => Arc::new(store.clone()),
+            Database::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    /// Closes every connection (after the server has drained).
+    pub async fn close(&self) {
+        match self {
+            Database::Sqlite(store) => store.close().await,
+            Database::Postgres(store) => store.close().await,
+        }
+    }
+}
+
+/// Translates a driver error at the storage boundary: uniqueness violations become
+/// `Conflict`, the rest are backend failures.
+pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
+    match error.as_database_error() {
+        Some(db) if db.is_unique_violation() => StoreError::Conflict,
+        _ => StoreError::Backend(Box::new(error)),
+    }
+}

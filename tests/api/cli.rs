@@ -1,0 +1,227 @@
+//! The `idem` binary itself, as an operator runs it.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Output, Stdio};
+
+use crate::helpers::{Db, TestApp};
+use crate::on_both_databases;
+
+on_both_databases!(
+    keys_create_prints_only_the_key_and_the_key_works,
+    users_create_reads_the_password_from_stdin,
+    bad_arguments_fail_with_a_message_and_change_nothing,
+    serve_answers_and_stops_cleanly_on_sigterm,
+);
+
+fn idem(args: &[&str], database_url: &str, stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(args)
+        .env("IDEM_DATABASE_URL", database_url)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start idem");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+async fn keys_create_prints_only_the_key_and_the_key_works(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let output = idem(
+        &["keys", "create", "--namespace", "demo", "--name", "cli"],
+        app.database.url(),
+        None,
+    );
+    assert!(output.status.success(), "{output:?}");
+    let printed = stdout(&output);
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), 1, "{printed:?}");
+    assert!(lines[0].starts_with("idem_"));
+
+    let me: Value = app
+        .agent_with_key(lines[0])
+        .me()
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["agent"]["namespace"], "demo");
+
+    let listed = stdout(&idem(&["keys", "list"], app.database.url(), None));
+    assert!(
+        listed.contains("demo") && listed.contains("cli") && !listed.contains(lines[0]),
+        "{listed}"
+    );
+}
+
+async fn users_create_reads_the_password_from_stdin(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let args = [
+        "users",
+        "create",
+        "--username",
+        "olga",
+        "--role",
+        "operator",
+        "--password-stdin",
+    ];
+    let output = idem(&args, app.database.url(), Some("olga's password\n"));
+    assert!(output.status.success(), "{output:?}");
+
+    assert_eq!(
+        app.anonymous()
+            .login("olga", "olga's password")
+            .await
+            .status(),
+        200
+    );
+    let listed = stdout(&idem(&["users", "list"], app.database.url(), None));
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.starts_with("olga") && line.ends_with("operator")),
+        "{listed}"
+    );
+
+    let args = [
+        "users",
+        "set-password",
+        "--username",
+        "olga",
+        "--password-stdin",
+    ];
+    assert!(
+        idem(&args, app.database.url(), Some("olga's new password\n"))
+            .status
+            .success()
+    );
+    assert_eq!(
+        app.anonymous()
+            .login("olga", "olga's password")
+            .await
+            .status(),
+        401
+    );
+    assert_eq!(
+        app.anonymous()
+            .login("olga", "olga's new password")
+            .await
+            .status(),
+        200
+    );
+}
+
+async fn bad_arguments_fail_with_a_message_and_change_nothing(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let cases: [(&[&str], Option<&str>); 4] = [
+        (
+            &[
+                "users",
+                "create",
+                "--username",
+                "x",
+                "--role",
+                "root",
+                "--password-stdin",
+            ],
+            Some("long password\n"),
+        ),
+        (
+            &[
+                "users",
+                "create",
+                "--username",
+                "x",
+                "--role",
+                "viewer",
+                "--password-stdin",
+            ],
+            Some(""),
+        ),
+        (&["keys", "create", "--namespace", "bad namespace"], None),
+        (
+            &["keys", "revoke", "00000000-0000-0000-0000-000000000000"],
+            None,
+        ),
+    ];
+    for (args, stdin) in cases {
+        let output = idem(args, app.database.url(), stdin);
+        assert!(!output.status.success(), "{args:?} should fail");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("error"), "{args:?}: {stderr}");
+        assert!(stdout(&output).is_empty(), "{args:?}");
+    }
+    assert_eq!(
+        app.state.identity.list_users().await.unwrap().len(),
+        1,
+        "only the bootstrap admin"
+    );
+    assert!(app.state.identity.list_api_keys().await.unwrap().is_empty());
+}
+
+async fn serve_answers_and_stops_cleanly_on_sigterm(db: Db) {
+    let database = idem::storage::testing::TestDatabase::create(db).await;
+    let mut server = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("IDEM_DATABASE_URL", database.url())
+        .env("IDEM_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = BufReader::new(server.stderr.take().unwrap()).lines();
+    let mut printed = Vec::new();
+    // Lines end when the process does, so a server that never says where it listens fails
+    // this loop instead of hanging it.
+    let address = loop {
+        let Some(Ok(line)) = log.next() else {
+            let _ = server.kill();
+            panic!("the server exited without saying where it listens: {printed:?}");
+        };
+        printed.push(line.clone());
+        if let Some(rest) = line.split("address=").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+        if printed.len() > 200 {
+            let _ = server.kill();
+            panic!("no listening address in the first 200 log lines: {printed:?}");
+        }
+    };
+    assert!(
+        printed
+            .iter()
+            .any(|line| line.contains("created the first user") && line.contains("password=")),
+        "the first admin's password is printed once: {printed:?}"
+    );
+
+    let health = reqwest::get(format!("http://{address}/healthz"))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+
+    let status = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || server.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let rest: Vec<String> = log.map_while(Result::ok).collect();
+    assert!(
+        rest.iter().any(|line| line.contains("idem stopped")),
+        "{rest:?}"
+    );
+}

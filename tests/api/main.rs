@@ -1,0 +1,10 @@
+//! Integration tests: the real application on port 0, a fresh database per test, real HTTP.
+//! Every test runs once on SQLite and once on PostgreSQL.
+
+mod helpers;
+
+mod auth;
+mod cli;
+mod errors;
+mod keys_and_users;
+mod ui;
