@@ -33,6 +33,20 @@ impl FromServerFnError for UiError {
 }
 
 #[cfg(feature = "ssr")]
+impl UiError {
+    /// The HTTP status a server function answers with for this error, so that access logs
+    /// and proxies see a refused login as a 401 rather than a server failure.
+    pub fn status(&self) -> http::StatusCode {
+        match self {
+            UiError::Unauthorized(_) => http::StatusCode::UNAUTHORIZED,
+            UiError::Forbidden => http::StatusCode::FORBIDDEN,
+            UiError::Invalid(_) => http::StatusCode::BAD_REQUEST,
+            UiError::Internal | UiError::Transport(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
 impl From<crate::identity::IdentityError> for UiError {
     fn from(error: crate::identity::IdentityError) -> Self {
         use crate::identity::IdentityError as E;

@@ -51,12 +51,13 @@ impl Role {
 
     /// Whether this role carries the permission.
     pub fn can(self, permission: Permission) -> bool {
-        match (self, permission) {
-            (Role::Admin, _) | (_, Permission::Read) => true,
-            (Role::Operator, Permission::Operate) => true,
-            (Role::Approver, Permission::Approve) => true,
-            _ => false,
-        }
+        matches!(
+            (self, permission),
+            (Role::Admin, _)
+                | (_, Permission::Read)
+                | (Role::Operator, Permission::Operate)
+                | (Role::Approver, Permission::Approve)
+        )
     }
 }
 

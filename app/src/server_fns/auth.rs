@@ -6,12 +6,15 @@ use crate::domain::UserInfo;
 use crate::UiError;
 
 #[cfg(feature = "ssr")]
-use super::context::{identity, session_cookie, session_token};
+use super::context::{answer_with_status, identity, session_cookie, session_token};
 
 /// Checks the credentials, opens a session and sets its cookie.
 #[server(prefix = "/api", endpoint = "login")]
 pub async fn login(username: String, password: String) -> Result<UserInfo, UiError> {
-    let (user, token) = identity()?.login(&username, &password).await?;
+    let (user, token) = identity()?
+        .login(&username, &password)
+        .await
+        .map_err(answer_with_status)?;
     let lifetime = identity()?.session_lifetime();
     let cookie = session_cookie()?.set(token.expose(), lifetime);
     expect_context::<leptos_axum::ResponseOptions>()
@@ -23,7 +26,10 @@ pub async fn login(username: String, password: String) -> Result<UserInfo, UiErr
 #[server(prefix = "/api", endpoint = "logout")]
 pub async fn logout() -> Result<(), UiError> {
     if let Some(token) = session_token() {
-        identity()?.logout(&token).await?;
+        identity()?
+            .logout(&token)
+            .await
+            .map_err(answer_with_status)?;
     }
     let cookie = session_cookie()?.clear();
     expect_context::<leptos_axum::ResponseOptions>()
@@ -35,7 +41,10 @@ pub async fn logout() -> Result<(), UiError> {
 #[server(prefix = "/api", endpoint = "me")]
 pub async fn current_user() -> Result<Option<UserInfo>, UiError> {
     match session_token() {
-        Some(token) => Ok(identity()?.person_for_session(&token).await?),
+        Some(token) => identity()?
+            .person_for_session(&token)
+            .await
+            .map_err(answer_with_status),
         None => Ok(None),
     }
 }

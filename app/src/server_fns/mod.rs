@@ -27,6 +27,15 @@ mod context {
         SessionCookie::read(&parts.headers)
     }
 
+    /// Sets the response status that matches the error, then hands the error back.
+    pub fn answer_with_status(error: impl Into<UiError>) -> UiError {
+        let error = error.into();
+        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(error.status());
+        }
+        error
+    }
+
     fn missing(what: &str) -> UiError {
         tracing::error!(what, "service missing from the Leptos context");
         UiError::Internal
