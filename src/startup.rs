@@ -3,6 +3,7 @@
 //! the port.
 
 use app::identity::{Identity, IdentityPolicy, SessionCookie};
+use app::ledger::Ledger;
 use app::{shell, App};
 use axum::body::Body;
 use axum::extract::FromRef;
@@ -29,6 +30,7 @@ use crate::storage::Database;
 pub struct AppState {
     pub database: Database,
     pub identity: Identity,
+    pub ledger: Ledger,
     pub session_cookie: SessionCookie,
     pub leptos_options: LeptosOptions,
 }
@@ -62,6 +64,7 @@ impl Application {
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
         let state = AppState {
+            ledger: Ledger::new(database.ledger_store()),
             database,
             identity,
             session_cookie: SessionCookie {

@@ -10,6 +10,8 @@ mod shell;
 #[cfg(feature = "ssr")]
 pub mod identity;
 #[cfg(feature = "ssr")]
+pub mod ledger;
+#[cfg(feature = "ssr")]
 pub mod store_error;
 
 pub use error::UiError;

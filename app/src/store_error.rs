@@ -7,6 +7,9 @@ pub enum StoreError {
     /// A uniqueness rule of the data was violated (a second user with the same name, say).
     #[error("conflicts with existing data")]
     Conflict,
+    /// A guarded update found the row in another state than expected: someone else moved it.
+    #[error("the record changed concurrently")]
+    Stale,
     /// The database could not be reached or answered with an error.
     #[error("storage failure: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -5,6 +5,8 @@ pub mod auth;
 pub mod error;
 mod health;
 pub mod json;
+mod operations;
+mod tools;
 
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
@@ -22,6 +24,8 @@ pub fn router(max_body_bytes: usize) -> Router<AppState> {
         .merge(health::router())
         .merge(auth::router())
         .merge(admin::router())
+        .merge(operations::router())
+        .merge(tools::router())
         .layer(DefaultBodyLimit::max(max_body_bytes))
 }
 

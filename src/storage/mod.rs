@@ -1,6 +1,7 @@
 //! The databases behind the ports of `app`: SQLite (embedded default) and PostgreSQL
 //! (scale-out). Both implement the same traits and pass one conformance suite.
 
+mod operation_rows;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -10,6 +11,7 @@ pub mod testing;
 mod conformance;
 
 use app::identity::IdentityStore;
+use app::ledger::LedgerStore;
 use app::store_error::StoreError;
 use std::sync::Arc;
 
@@ -66,6 +68,14 @@ impl Database {
 
     /// The identity port.
     pub fn identity_store(&self) -> Arc<dyn IdentityStore> {
+        match self {
+            Database::Sqlite(store) => Arc::new(store.clone()),
+            Database::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    /// The ledger port.
+    pub fn ledger_store(&self) -> Arc<dyn LedgerStore> {
         match self {
             Database::Sqlite(store) => Arc::new(store.clone()),
             Database::Postgres(store) => Arc::new(store.clone()),

@@ -7,4 +7,5 @@ mod auth;
 mod cli;
 mod errors;
 mod keys_and_users;
+mod operations;
 mod ui;

@@ -12,6 +12,6 @@ mod store;
 
 pub use cookie::{SessionCookie, SESSION_COOKIE};
 pub use password::PasswordHasher;
-pub use secret::{ApiKeySecret, SecretHash, SessionToken};
+pub use secret::{random_token, ApiKeySecret, SecretHash, SessionToken};
 pub use service::{Agent, Identity, IdentityError, IdentityPolicy};
 pub use store::{IdentityStore, NewApiKey, NewSession, NewUser, StoredUser};

@@ -19,7 +19,9 @@ impl SecretHash {
     }
 }
 
-fn random_text() -> String {
+/// 32 random bytes as 43 URL-safe characters: for tokens that are compared, never stored
+/// in clear where a leak would matter (lease tokens, passwords to show once).
+pub fn random_token() -> String {
     let bytes: [u8; 32] = rand::random();
     URL_SAFE_NO_PAD.encode(bytes)
 }
@@ -32,7 +34,7 @@ pub struct ApiKeySecret(String);
 impl ApiKeySecret {
     /// A fresh random key, `idem_` followed by 43 URL-safe characters.
     pub fn generate() -> Self {
-        Self(format!("{API_KEY_PREFIX}{}", random_text()))
+        Self(format!("{API_KEY_PREFIX}{}", random_token()))
     }
 
     /// The plaintext, to show once.
@@ -58,7 +60,7 @@ pub struct SessionToken(String);
 impl SessionToken {
     /// A fresh random token.
     pub fn generate() -> Self {
-        Self(random_text())
+        Self(random_token())
     }
 
     /// The token as sent to the browser.

@@ -1,66 +1,20 @@
-//! SQLite: the embedded default. WAL with `synchronous=FULL`, so an acknowledged write
-//! survives a crash of the process or the machine.
+//! Users, sessions and API keys.
 
 use app::domain::{ApiKeyInfo, UserInfo, Username};
 use app::identity::{IdentityStore, NewApiKey, NewSession, NewUser, SecretHash, StoredUser};
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-use std::str::FromStr;
-use std::time::Duration;
 use uuid::Uuid;
 
-use super::rows::{
+use super::PostgresStore;
+use crate::storage::rows::{
     convert_all, live_session_user, ApiKeyRow, SessionUserRow, UserRow, API_KEY_COLUMNS,
     USER_COLUMNS,
 };
-use super::{store_error, OpenError};
-
-/// The SQLite implementation of every storage port.
-#[derive(Clone)]
-pub struct SqliteStore {
-    pool: SqlitePool,
-}
-
-impl SqliteStore {
-    /// Opens (creating if missing) the database file of a `sqlite://PATH` URL.
-    pub async fn open(url: &str) -> Result<Self, OpenError> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(OpenError::Connect)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .connect_with(options)
-            .await
-            .map_err(OpenError::Connect)?;
-        Ok(Self { pool })
-    }
-
-    pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
-        sqlx::migrate!("migrations/sqlite").run(&self.pool).await
-    }
-
-    pub(super) async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("select 1")
-            .execute(&self.pool)
-            .await
-            .map_err(store_error)?;
-        Ok(())
-    }
-
-    pub(super) async fn close(&self) {
-        self.pool.close().await;
-    }
-}
+use crate::storage::store_error;
 
 #[async_trait::async_trait]
-impl IdentityStore for SqliteStore {
+impl IdentityStore for PostgresStore {
     async fn count_users(&self) -> Result<u64, StoreError> {
         let (count,): (i64,) = sqlx::query_as("select count(*) from users")
             .fetch_one(&self.pool)
@@ -72,7 +26,7 @@ impl IdentityStore for SqliteStore {
     async fn insert_user(&self, user: NewUser) -> Result<(), StoreError> {
         sqlx::query(
             r#"insert into users (id, username, role, password_hash, created_at)
-               values (?, ?, ?, ?, ?)"#,
+               values ($1, $2, $3, $4, $5)"#,
         )
         .bind(user.id)
         .bind(user.username.as_str())
@@ -89,7 +43,7 @@ impl IdentityStore for SqliteStore {
         &self,
         username: &Username,
     ) -> Result<Option<StoredUser>, StoreError> {
-        let sql = format!("select {USER_COLUMNS} from users where username = ?");
+        let sql = format!("select {USER_COLUMNS} from users where username = $1");
         let row: Option<UserRow> = sqlx::query_as(&sql)
             .bind(username.as_str())
             .fetch_optional(&self.pool)
@@ -113,29 +67,27 @@ impl IdentityStore for SqliteStore {
         username: &Username,
         password_hash: String,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(store_error)?;
-        let updated = sqlx::query("update users set password_hash = ? where username = ?")
-            .bind(password_hash)
-            .bind(username.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?
-            .rows_affected();
-        sqlx::query(
-            "delete from sessions where user_id = (select id from users where username = ?)",
+        // One statement: the sessions go in the same snapshot as the password changes.
+        let (updated,): (i64,) = sqlx::query_as(
+            r#"with changed as (
+                   update users set password_hash = $1 where username = $2 returning id
+               ), ended as (
+                   delete from sessions where user_id in (select id from changed)
+               )
+               select count(*) from changed"#,
         )
+        .bind(password_hash)
         .bind(username.as_str())
-        .execute(&mut *tx)
+        .fetch_one(&self.pool)
         .await
         .map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
         Ok(updated == 1)
     }
 
     async fn insert_session(&self, session: NewSession) -> Result<(), StoreError> {
         sqlx::query(
             r#"insert into sessions (token_hash, user_id, created_at, expires_at)
-               values (?, ?, ?, ?)"#,
+               values ($1, $2, $3, $4)"#,
         )
         .bind(&session.token_hash.0[..])
         .bind(session.user_id)
@@ -155,7 +107,7 @@ impl IdentityStore for SqliteStore {
         let row: Option<SessionUserRow> = sqlx::query_as(
             r#"select u.id, u.username, u.role, u.password_hash, u.created_at, s.expires_at
                from sessions s join users u on u.id = s.user_id
-               where s.token_hash = ?"#,
+               where s.token_hash = $1"#,
         )
         .bind(&token_hash.0[..])
         .fetch_optional(&self.pool)
@@ -165,7 +117,7 @@ impl IdentityStore for SqliteStore {
     }
 
     async fn delete_session(&self, token_hash: &SecretHash) -> Result<(), StoreError> {
-        sqlx::query("delete from sessions where token_hash = ?")
+        sqlx::query("delete from sessions where token_hash = $1")
             .bind(&token_hash.0[..])
             .execute(&self.pool)
             .await
@@ -176,7 +128,7 @@ impl IdentityStore for SqliteStore {
     async fn insert_api_key(&self, key: NewApiKey) -> Result<(), StoreError> {
         sqlx::query(
             r#"insert into api_keys (id, key_hash, namespace, name, prefix, created_at)
-               values (?, ?, ?, ?, ?, ?)"#,
+               values ($1, $2, $3, $4, $5, $6)"#,
         )
         .bind(key.info.id)
         .bind(&key.key_hash.0[..])
@@ -194,7 +146,7 @@ impl IdentityStore for SqliteStore {
         &self,
         key_hash: &SecretHash,
     ) -> Result<Option<ApiKeyInfo>, StoreError> {
-        let sql = format!("select {API_KEY_COLUMNS} from api_keys where key_hash = ?");
+        let sql = format!("select {API_KEY_COLUMNS} from api_keys where key_hash = $1");
         let row: Option<ApiKeyRow> = sqlx::query_as(&sql)
             .bind(&key_hash.0[..])
             .fetch_optional(&self.pool)
@@ -204,7 +156,7 @@ impl IdentityStore for SqliteStore {
     }
 
     async fn touch_api_key(&self, id: Uuid, now: DateTime<Utc>) -> Result<(), StoreError> {
-        sqlx::query("update api_keys set last_used_at = ? where id = ?")
+        sqlx::query("update api_keys set last_used_at = $1 where id = $2")
             .bind(now)
             .bind(id)
             .execute(&self.pool)
@@ -224,18 +176,17 @@ impl IdentityStore for SqliteStore {
     }
 
     async fn revoke_api_key(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        sqlx::query("update api_keys set revoked_at = ? where id = ? and revoked_at is null")
-            .bind(now)
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(store_error)?;
-        let (exists,): (bool,) =
-            sqlx::query_as("select exists(select 1 from api_keys where id = ?)")
-                .bind(id)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(store_error)?;
+        let (exists,): (bool,) = sqlx::query_as(
+            r#"with revoked as (
+                   update api_keys set revoked_at = $1 where id = $2 and revoked_at is null
+               )
+               select exists(select 1 from api_keys where id = $2)"#,
+        )
+        .bind(now)
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(store_error)?;
         Ok(exists)
     }
 }

@@ -1,60 +1,23 @@
-//! PostgreSQL: the scale-out backend. Server processes are stateless and share one database;
-//! commits are durable (`synchronous_commit=on`, the server default).
+//! Users, sessions and API keys.
 
 use app::domain::{ApiKeyInfo, UserInfo, Username};
 use app::identity::{IdentityStore, NewApiKey, NewSession, NewUser, SecretHash, StoredUser};
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use std::time::Duration;
 use uuid::Uuid;
 
-use super::rows::{
+use super::SqliteStore;
+use crate::storage::rows::{
     convert_all, live_session_user, ApiKeyRow, SessionUserRow, UserRow, API_KEY_COLUMNS,
     USER_COLUMNS,
 };
-use super::{store_error, OpenError};
-
-/// The PostgreSQL implementation of every storage port.
-#[derive(Clone)]
-pub struct PostgresStore {
-    pool: PgPool,
-}
-
-impl PostgresStore {
-    /// Connects to a `postgres://` URL.
-    pub async fn open(url: &str) -> Result<Self, OpenError> {
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect(url)
-            .await
-            .map_err(OpenError::Connect)?;
-        Ok(Self { pool })
-    }
-
-    pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
-        sqlx::migrate!("migrations/postgres").run(&self.pool).await
-    }
-
-    pub(super) async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("select 1")
-            .execute(&self.pool)
-            .await
-            .map_err(store_error)?;
-        Ok(())
-    }
-
-    pub(super) async fn close(&self) {
-        self.pool.close().await;
-    }
-}
+use crate::storage::store_error;
 
 #[async_trait::async_trait]
-impl IdentityStore for PostgresStore {
+impl IdentityStore for SqliteStore {
     async fn count_users(&self) -> Result<u64, StoreError> {
         let (count,): (i64,) = sqlx::query_as("select count(*) from users")
-            .fetch_one(&self.pool)
+            .fetch_one(&self.reader)
             .await
             .map_err(store_error)?;
         Ok(count.unsigned_abs())
@@ -63,14 +26,14 @@ impl IdentityStore for PostgresStore {
     async fn insert_user(&self, user: NewUser) -> Result<(), StoreError> {
         sqlx::query(
             r#"insert into users (id, username, role, password_hash, created_at)
-               values ($1, $2, $3, $4, $5)"#,
+               values (?, ?, ?, ?, ?)"#,
         )
         .bind(user.id)
         .bind(user.username.as_str())
         .bind(user.role.as_str())
         .bind(user.password_hash)
         .bind(user.created_at)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(store_error)?;
         Ok(())
@@ -80,10 +43,10 @@ impl IdentityStore for PostgresStore {
         &self,
         username: &Username,
     ) -> Result<Option<StoredUser>, StoreError> {
-        let sql = format!("select {USER_COLUMNS} from users where username = $1");
+        let sql = format!("select {USER_COLUMNS} from users where username = ?");
         let row: Option<UserRow> = sqlx::query_as(&sql)
             .bind(username.as_str())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reader)
             .await
             .map_err(store_error)?;
         row.map(StoredUser::try_from).transpose()
@@ -92,7 +55,7 @@ impl IdentityStore for PostgresStore {
     async fn list_users(&self) -> Result<Vec<UserInfo>, StoreError> {
         let sql = format!("select {USER_COLUMNS} from users order by username");
         let rows: Vec<UserRow> = sqlx::query_as(&sql)
-            .fetch_all(&self.pool)
+            .fetch_all(&self.reader)
             .await
             .map_err(store_error)?;
         let users: Vec<StoredUser> = convert_all(rows)?;
@@ -104,33 +67,35 @@ impl IdentityStore for PostgresStore {
         username: &Username,
         password_hash: String,
     ) -> Result<bool, StoreError> {
-        // One statement: the sessions go in the same snapshot as the password changes.
-        let (updated,): (i64,) = sqlx::query_as(
-            r#"with changed as (
-                   update users set password_hash = $1 where username = $2 returning id
-               ), ended as (
-                   delete from sessions where user_id in (select id from changed)
-               )
-               select count(*) from changed"#,
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let updated = sqlx::query("update users set password_hash = ? where username = ?")
+            .bind(password_hash)
+            .bind(username.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+        sqlx::query(
+            "delete from sessions where user_id = (select id from users where username = ?)",
         )
-        .bind(password_hash)
         .bind(username.as_str())
-        .fetch_one(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
         Ok(updated == 1)
     }
 
     async fn insert_session(&self, session: NewSession) -> Result<(), StoreError> {
         sqlx::query(
             r#"insert into sessions (token_hash, user_id, created_at, expires_at)
-               values ($1, $2, $3, $4)"#,
+               values (?, ?, ?, ?)"#,
         )
         .bind(&session.token_hash.0[..])
         .bind(session.user_id)
         .bind(session.created_at)
         .bind(session.expires_at)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(store_error)?;
         Ok(())
@@ -144,19 +109,19 @@ impl IdentityStore for PostgresStore {
         let row: Option<SessionUserRow> = sqlx::query_as(
             r#"select u.id, u.username, u.role, u.password_hash, u.created_at, s.expires_at
                from sessions s join users u on u.id = s.user_id
-               where s.token_hash = $1"#,
+               where s.token_hash = ?"#,
         )
         .bind(&token_hash.0[..])
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.reader)
         .await
         .map_err(store_error)?;
         live_session_user(row, now)
     }
 
     async fn delete_session(&self, token_hash: &SecretHash) -> Result<(), StoreError> {
-        sqlx::query("delete from sessions where token_hash = $1")
+        sqlx::query("delete from sessions where token_hash = ?")
             .bind(&token_hash.0[..])
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map_err(store_error)?;
         Ok(())
@@ -165,7 +130,7 @@ impl IdentityStore for PostgresStore {
     async fn insert_api_key(&self, key: NewApiKey) -> Result<(), StoreError> {
         sqlx::query(
             r#"insert into api_keys (id, key_hash, namespace, name, prefix, created_at)
-               values ($1, $2, $3, $4, $5, $6)"#,
+               values (?, ?, ?, ?, ?, ?)"#,
         )
         .bind(key.info.id)
         .bind(&key.key_hash.0[..])
@@ -173,7 +138,7 @@ impl IdentityStore for PostgresStore {
         .bind(&key.info.name)
         .bind(&key.info.prefix)
         .bind(key.info.created_at)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(store_error)?;
         Ok(())
@@ -183,20 +148,20 @@ impl IdentityStore for PostgresStore {
         &self,
         key_hash: &SecretHash,
     ) -> Result<Option<ApiKeyInfo>, StoreError> {
-        let sql = format!("select {API_KEY_COLUMNS} from api_keys where key_hash = $1");
+        let sql = format!("select {API_KEY_COLUMNS} from api_keys where key_hash = ?");
         let row: Option<ApiKeyRow> = sqlx::query_as(&sql)
             .bind(&key_hash.0[..])
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reader)
             .await
             .map_err(store_error)?;
         row.map(ApiKeyInfo::try_from).transpose()
     }
 
     async fn touch_api_key(&self, id: Uuid, now: DateTime<Utc>) -> Result<(), StoreError> {
-        sqlx::query("update api_keys set last_used_at = $1 where id = $2")
+        sqlx::query("update api_keys set last_used_at = ? where id = ?")
             .bind(now)
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map_err(store_error)?;
         Ok(())
@@ -206,24 +171,25 @@ impl IdentityStore for PostgresStore {
         let sql =
             format!("select {API_KEY_COLUMNS} from api_keys order by created_at desc, id desc");
         let rows: Vec<ApiKeyRow> = sqlx::query_as(&sql)
-            .fetch_all(&self.pool)
+            .fetch_all(&self.reader)
             .await
             .map_err(store_error)?;
         convert_all(rows)
     }
 
     async fn revoke_api_key(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let (exists,): (bool,) = sqlx::query_as(
-            r#"with revoked as (
-                   update api_keys set revoked_at = $1 where id = $2 and revoked_at is null
-               )
-               select exists(select 1 from api_keys where id = $2)"#,
-        )
-        .bind(now)
-        .bind(id)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(store_error)?;
+        sqlx::query("update api_keys set revoked_at = ? where id = ? and revoked_at is null")
+            .bind(now)
+            .bind(id)
+            .execute(&self.writer)
+            .await
+            .map_err(store_error)?;
+        let (exists,): (bool,) =
+            sqlx::query_as("select exists(select 1 from api_keys where id = ?)")
+                .bind(id)
+                .fetch_one(&self.writer)
+                .await
+                .map_err(store_error)?;
         Ok(exists)
     }
 }

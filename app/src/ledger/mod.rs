@@ -1,0 +1,17 @@
+//! The ledger: claim, report, replay. The rules are pure functions (`claim`, `complete`);
+//! [`Ledger`] drives them over a [`LedgerStore`], which runs them inside its transactions.
+
+mod claim;
+mod complete;
+mod model;
+mod notes;
+mod service;
+mod store;
+mod write;
+
+pub use claim::{decide_claim, ttl_has_ended, Claim, Fresh};
+pub use complete::{decide_report, Report, ReportRefused};
+pub use model::{Approval, ClaimRequest, Event, EventKind, Lease, Operation};
+pub use service::{BeginRequest, Ledger, LedgerError};
+pub use store::{LedgerStore, RegisteredTool};
+pub use write::{Decision, Write};

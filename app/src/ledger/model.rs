@@ -1,0 +1,146 @@
+//! What the ledger stores: operations, their leases and approvals, and audit events.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::domain::{
+    Effect, Fingerprint, IdempotencyKey, KeySource, Namespace, OperationStatus, ToolName,
+    ToolPolicy,
+};
+
+/// A person's decision on an operation that waited for approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub decided_by: String,
+    pub decided_at: DateTime<Utc>,
+    /// `approved` or `rejected`.
+    pub decision: String,
+    pub reason: Option<String>,
+}
+
+/// The right to execute an operation until `expires_at`, proven by `token`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub token: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// One intent of an agent and what became of it. Serializes as the contract's `Op`; the
+/// lease token is never part of it (only the claimer learns it, once).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Operation {
+    pub id: Uuid,
+    pub namespace: Namespace,
+    pub key: IdempotencyKey,
+    pub key_source: KeySource,
+    pub tool: ToolName,
+    pub effect: Effect,
+    pub fingerprint: Fingerprint,
+    pub args: Value,
+    pub run_id: Option<String>,
+    pub step: Option<u64>,
+    pub status: OperationStatus,
+    pub attempt: u32,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+    pub retryable: bool,
+    pub provider_ref: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+    pub approval: Option<Approval>,
+    #[serde(skip)]
+    pub lease: Option<Lease>,
+}
+
+impl Operation {
+    /// Whether a live lease is held at `now`.
+    pub fn lease_is_live(&self, now: DateTime<Utc>) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|lease| lease.expires_at > now)
+    }
+}
+
+/// What an agent asks for when it begins an operation, already parsed and redacted.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    pub namespace: Namespace,
+    pub key: IdempotencyKey,
+    pub key_source: KeySource,
+    pub tool: ToolName,
+    pub policy: ToolPolicy,
+    pub fingerprint: Fingerprint,
+    pub args: Value,
+    pub run_id: Option<String>,
+    pub step: Option<u64>,
+}
+
+/// Kinds of audit events. State changes are written in the same transaction as the change;
+/// the duplicate-prevention kinds change nothing and may be written just after the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    Claimed,
+    ApprovalRequested,
+    Released,
+    LeaseTakenOver,
+    LeaseExpired,
+    Completed,
+    MarkedUnknown,
+    Retired,
+    Replayed,
+    InFlightRejected,
+    BlockedUnknown,
+    BlockedAwaitingApproval,
+    MismatchRejected,
+}
+
+impl EventKind {
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Claimed => "claimed",
+            EventKind::ApprovalRequested => "approval_requested",
+            EventKind::Released => "released",
+            EventKind::LeaseTakenOver => "lease_taken_over",
+            EventKind::LeaseExpired => "lease_expired",
+            EventKind::Completed => "completed",
+            EventKind::MarkedUnknown => "marked_unknown",
+            EventKind::Retired => "retired",
+            EventKind::Replayed => "replayed",
+            EventKind::InFlightRejected => "in_flight_rejected",
+            EventKind::BlockedUnknown => "blocked_unknown",
+            EventKind::BlockedAwaitingApproval => "blocked_awaiting_approval",
+            EventKind::MismatchRejected => "mismatch_rejected",
+        }
+    }
+
+    /// Duplicates prevented and mismatches change no state (API.md: "may be written in small
+    /// batches just after the answer").
+    pub fn changes_state(self) -> bool {
+        !matches!(
+            self,
+            EventKind::Replayed
+                | EventKind::InFlightRejected
+                | EventKind::BlockedUnknown
+                | EventKind::BlockedAwaitingApproval
+                | EventKind::MismatchRejected
+        )
+    }
+}
+
+/// An entry of the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    #[serde(skip)]
+    pub operation_id: Uuid,
+    pub at: DateTime<Utc>,
+    pub kind: EventKind,
+    /// `agent:<namespace>/<key name>`, `user:<username>` or `system`.
+    pub actor: String,
+    pub detail: Value,
+}

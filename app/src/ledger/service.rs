@@ -1,0 +1,221 @@
+//! The Ledger service: parses what an agent sends into a claim, drives the rules over the
+//! store, and keeps namespaces apart.
+
+use serde_json::Value;
+use std::sync::Arc;
+use uuid::Uuid;
+
+use super::claim::{Claim, Fresh};
+use super::complete::{Report, ReportRefused};
+use super::model::{ClaimRequest, Event, Operation};
+use super::store::{LedgerStore, RegisteredTool};
+use crate::domain::{self, Fingerprint, KeyChoice, Namespace, ToolName, ToolPolicy};
+use crate::store_error::StoreError;
+
+/// A claim as the agent sent it, before any checks.
+#[derive(Debug, Clone, Default)]
+pub struct BeginRequest {
+    pub tool: String,
+    pub args: Value,
+    /// The `Idempotency-Key` header.
+    pub header_key: Option<String>,
+    pub body_key: Option<String>,
+    pub business_key: Option<String>,
+    pub run_id: Option<String>,
+    pub step: Option<u64>,
+}
+
+/// Why the ledger refused a request.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// 400: the request is invalid; nothing was stored.
+    #[error("{message}")]
+    Invalid { code: &'static str, message: String },
+    /// 404: no such operation in the caller's namespace.
+    #[error("no such operation")]
+    NotFound,
+    /// 409: a report that does not fit the operation's state.
+    #[error(transparent)]
+    Refused(#[from] ReportRefused),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl LedgerError {
+    fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        LedgerError::Invalid {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Claims, reports and reads over a [`LedgerStore`]. Cheap to clone.
+#[derive(Clone)]
+pub struct Ledger {
+    store: Arc<dyn LedgerStore>,
+}
+
+/// How often a claim is retried when a concurrent claim of the same new key won the insert
+/// (PostgreSQL); the second try always sees the winner's row.
+const CLAIM_ATTEMPTS: usize = 3;
+
+impl Ledger {
+    /// The service over a store.
+    pub fn new(store: Arc<dyn LedgerStore>) -> Self {
+        Self { store }
+    }
+
+    /// Begins (or replays) an operation for an agent of `namespace`.
+    #[tracing::instrument(skip_all, fields(namespace = %namespace, tool = %request.tool))]
+    pub async fn begin(
+        &self,
+        namespace: &Namespace,
+        actor: &str,
+        request: BeginRequest,
+    ) -> Result<Claim, LedgerError> {
+        let claim = self.prepare(namespace, request).await?;
+        let mut attempt = 0;
+        let decision = loop {
+            attempt += 1;
+            let fresh = Fresh {
+                operation_id: Uuid::now_v7(),
+                lease_token: crate::identity::random_token(),
+            };
+            match self.store.claim(&claim, actor, fresh).await {
+                Err(StoreError::Conflict) if attempt < CLAIM_ATTEMPTS => continue,
+                other => break other?,
+            }
+        };
+        let quiet: Vec<Event> = decision
+            .events
+            .iter()
+            .filter(|e| !e.kind.changes_state())
+            .cloned()
+            .collect();
+        self.store.append_events(&quiet).await?;
+        Ok(decision.outcome)
+    }
+
+    /// Checks and normalises a claim: tool name, args, the key, the fingerprint, redaction.
+    async fn prepare(
+        &self,
+        namespace: &Namespace,
+        request: BeginRequest,
+    ) -> Result<ClaimRequest, LedgerError> {
+        let tool = ToolName::try_from(request.tool.as_str())
+            .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
+        if !request.args.is_object() {
+            return Err(LedgerError::invalid(
+                "invalid_args",
+                "args must be a JSON object",
+            ));
+        }
+        domain::check_depth(&request.args, domain::MAX_DEPTH)
+            .map_err(|e| LedgerError::invalid("json_too_deep", e.to_string()))?;
+        let policy = self
+            .store
+            .tool(&tool)
+            .await?
+            .unwrap_or_else(ToolPolicy::default_for_unregistered);
+        let choice = KeyChoice {
+            header: request.header_key.as_deref(),
+            key: request.body_key.as_deref(),
+            business_key: request.business_key.as_deref(),
+            run_id: request.run_id.as_deref(),
+            step: request.step,
+        };
+        let (key, key_source) = choice
+            .resolve(&tool, &request.args, &policy)
+            .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
+        let fingerprint = Fingerprint::compute(&tool, &request.args, &policy.ignore_fields);
+        let args = domain::redact(&request.args, &policy.redact_fields);
+        Ok(ClaimRequest {
+            namespace: namespace.clone(),
+            key,
+            key_source,
+            tool,
+            policy,
+            fingerprint,
+            args,
+            run_id: request.run_id,
+            step: request.step,
+        })
+    }
+
+    /// Records a lease holder's report (`complete` or `unknown`).
+    #[tracing::instrument(skip_all, fields(namespace = %namespace, operation = %id))]
+    pub async fn report(
+        &self,
+        namespace: &Namespace,
+        id: Uuid,
+        token: &str,
+        report: Report,
+        actor: &str,
+    ) -> Result<Operation, LedgerError> {
+        let decision = self
+            .store
+            .report(namespace, id, token, &report, actor)
+            .await?
+            .ok_or(LedgerError::NotFound)?;
+        Ok(decision.outcome?)
+    }
+
+    /// An operation, if it belongs to `namespace` (or to anyone, for people: `None`).
+    pub async fn operation(
+        &self,
+        namespace: Option<&Namespace>,
+        id: Uuid,
+    ) -> Result<Operation, LedgerError> {
+        let operation = self
+            .store
+            .operation(id)
+            .await?
+            .ok_or(LedgerError::NotFound)?;
+        match namespace {
+            Some(namespace) if &operation.namespace != namespace => Err(LedgerError::NotFound),
+            _ => Ok(operation),
+        }
+    }
+
+    /// Registers or replaces a tool after checking its policy.
+    #[tracing::instrument(skip_all, fields(tool = %name))]
+    pub async fn put_tool(
+        &self,
+        name: &str,
+        policy: ToolPolicy,
+    ) -> Result<RegisteredTool, LedgerError> {
+        let name =
+            ToolName::try_from(name).map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
+        policy
+            .validate()
+            .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
+        Ok(self.store.put_tool(&name, &policy).await?)
+    }
+
+    /// Every registered tool.
+    pub async fn tools(&self) -> Result<Vec<RegisteredTool>, LedgerError> {
+        Ok(self.store.tools().await?)
+    }
+
+    /// A tool's policy: the registered one, or the default an unregistered tool gets
+    /// (`false` in the second place).
+    pub async fn tool(&self, name: &str) -> Result<(ToolName, ToolPolicy, bool), LedgerError> {
+        let name = ToolName::try_from(name).map_err(|_| LedgerError::NotFound)?;
+        match self.store.tool(&name).await? {
+            Some(policy) => Ok((name, policy, true)),
+            None => Ok((name, ToolPolicy::default_for_unregistered(), false)),
+        }
+    }
+
+    /// The audit trail of an operation the caller may see.
+    pub async fn events(
+        &self,
+        namespace: Option<&Namespace>,
+        id: Uuid,
+    ) -> Result<Vec<Event>, LedgerError> {
+        self.operation(namespace, id).await?;
+        Ok(self.store.events(id).await?)
+    }
+}

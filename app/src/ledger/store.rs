@@ -1,0 +1,69 @@
+//! The storage port of the ledger. Each backend runs the pure rules (`decide_claim`,
+//! `decide_report`) inside a transaction that holds the key or the operation, and commits
+//! the decision's writes and state-changing events together.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::claim::{Claim, Fresh};
+use super::complete::{Report, ReportRefused};
+use super::model::{ClaimRequest, Event, Operation};
+use super::write::Decision;
+use crate::domain::{Namespace, ToolName, ToolPolicy};
+use crate::store_error::StoreError;
+
+/// Operations, events and tools.
+#[async_trait::async_trait]
+pub trait LedgerStore: Send + Sync {
+    /// Claims the request's key atomically: reads the live operation of `(namespace, key)`,
+    /// decides with `decide_claim` at the store's current time, and commits the writes and
+    /// the state-changing events in the same transaction.
+    async fn claim(
+        &self,
+        request: &ClaimRequest,
+        actor: &str,
+        fresh: Fresh,
+    ) -> Result<Decision<Claim>, StoreError>;
+
+    /// Applies a lease holder's report with `decide_report`, atomically. `None` when the
+    /// namespace has no such operation.
+    async fn report(
+        &self,
+        namespace: &Namespace,
+        id: Uuid,
+        token: &str,
+        report: &Report,
+        actor: &str,
+    ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError>;
+
+    /// Appends events that change no state (replays, rejected duplicates).
+    async fn append_events(&self, events: &[Event]) -> Result<(), StoreError>;
+
+    /// An operation by id, in any namespace (callers check the namespace).
+    async fn operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError>;
+
+    /// The audit trail of an operation, oldest first.
+    async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError>;
+
+    /// The registered policy of a tool.
+    async fn tool(&self, name: &ToolName) -> Result<Option<ToolPolicy>, StoreError>;
+
+    /// Registers or replaces a tool's policy.
+    async fn put_tool(
+        &self,
+        name: &ToolName,
+        policy: &ToolPolicy,
+    ) -> Result<RegisteredTool, StoreError>;
+
+    /// Every registered tool, by name.
+    async fn tools(&self) -> Result<Vec<RegisteredTool>, StoreError>;
+}
+
+/// A tool as registered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegisteredTool {
+    pub name: ToolName,
+    pub policy: ToolPolicy,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}

@@ -1,0 +1,302 @@
+//! `/v1/operations`: the agent API (claim, complete, unknown) and reads.
+
+use app::domain::Permission;
+use app::ledger::{BeginRequest, Claim, Event, LedgerError, Operation, Report};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::auth::{AgentCaller, Caller};
+use super::error::{error_body, ApiError, ApiResult};
+use super::json::AppJson;
+use crate::startup::AppState;
+
+/// The operation routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/operations", post(claim))
+        .route("/v1/operations/{id}", get(read))
+        .route("/v1/operations/{id}/events", get(events))
+        .route("/v1/operations/{id}/complete", post(complete))
+        .route("/v1/operations/{id}/unknown", post(unknown))
+}
+
+impl From<LedgerError> for ApiError {
+    fn from(error: LedgerError) -> Self {
+        match error {
+            LedgerError::Invalid { code, message } => ApiError::bad_request(code, message),
+            LedgerError::NotFound => ApiError::NotFound("no such operation"),
+            LedgerError::Refused(refused) => {
+                let code = match refused {
+                    app::ledger::ReportRefused::AlreadyFinal { .. } => "operation_already_final",
+                    app::ledger::ReportRefused::LeaseLost => "lease_lost",
+                };
+                ApiError::Conflict {
+                    code,
+                    message: refused.to_string(),
+                }
+            }
+            LedgerError::Store(inner) => inner.into(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ClaimBody {
+    tool: String,
+    args: Value,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    business_key: Option<String>,
+    #[serde(default)]
+    run_id: Option<String>,
+    #[serde(default)]
+    step: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct OperationBody<'a> {
+    operation: &'a Operation,
+}
+
+fn header_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(value) => value.to_str().map(|key| Some(key.to_owned())).map_err(|_| {
+            ApiError::bad_request(
+                "invalid_idempotency_key",
+                "the Idempotency-Key header must be printable ASCII",
+            )
+        }),
+    }
+}
+
+fn actor(agent: &AgentCaller) -> String {
+    format!("agent:{}/{}", agent.0.namespace, agent.0.key_name)
+}
+
+#[tracing::instrument(skip_all, fields(namespace = %agent.namespace()))]
+async fn claim(
+    State(state): State<AppState>,
+    agent: AgentCaller,
+    headers: HeaderMap,
+    AppJson(body): AppJson<ClaimBody>,
+) -> ApiResult<Response> {
+    let request = BeginRequest {
+        tool: body.tool,
+        args: body.args,
+        header_key: header_key(&headers)?,
+        body_key: body.key,
+        business_key: body.business_key,
+        run_id: body.run_id,
+        step: body.step,
+    };
+    let claim = state
+        .ledger
+        .begin(agent.namespace(), &actor(&agent), request)
+        .await?;
+    Ok(claim_response(claim))
+}
+
+/// The contract's answer for each outcome of a claim.
+fn claim_response(claim: Claim) -> Response {
+    match claim {
+        Claim::Started { operation, lease } => {
+            let body = json!({ "operation": operation, "lease": { "token": lease.token, "expires_at": lease.expires_at } });
+            (StatusCode::CREATED, AppJson(body)).into_response()
+        }
+        Claim::AwaitingApproval { operation } => (
+            StatusCode::ACCEPTED,
+            AppJson(OperationBody {
+                operation: &operation,
+            }),
+        )
+            .into_response(),
+        Claim::Replayed { operation, note } => {
+            let body = json!({ "operation": operation, "replayed": true, "note": note });
+            let headers = [("idempotent-replayed", HeaderValue::from_static("true"))];
+            (StatusCode::OK, headers, AppJson(body)).into_response()
+        }
+        Claim::InProgress {
+            operation,
+            retry_after_seconds,
+            note,
+        } => {
+            let body = error_body(
+                "operation_in_progress",
+                &note,
+                json!({ "operation": operation }),
+            );
+            let headers = [("retry-after", HeaderValue::from(retry_after_seconds))];
+            (StatusCode::CONFLICT, headers, AppJson(body)).into_response()
+        }
+        Claim::OutcomeUnknown { operation, note } => {
+            let body = error_body(
+                "operation_outcome_unknown",
+                &note,
+                json!({ "operation": operation }),
+            );
+            (StatusCode::CONFLICT, AppJson(body)).into_response()
+        }
+        Claim::KeyReused {
+            operation,
+            requested,
+        } => {
+            let message = "this key was already used with different arguments; use a new key for a new action";
+            let details = json!({
+                "stored_fingerprint": operation.fingerprint,
+                "requested_fingerprint": requested,
+                "operation_id": operation.id,
+            });
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                AppJson(error_body("idempotency_key_reused", message, details)),
+            )
+                .into_response()
+        }
+    }
+}
+
+fn operation_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::NotFound("no such operation"))
+}
+
+/// Agents see their own namespace; people with read permission see all.
+fn visible_namespace(caller: &Caller) -> ApiResult<Option<&app::domain::Namespace>> {
+    match caller {
+        Caller::Agent(agent) => Ok(Some(agent.namespace())),
+        Caller::Person(person) => person.require(Permission::Read).map(|()| None),
+    }
+}
+
+async fn read(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let operation = state
+        .ledger
+        .operation(visible_namespace(&caller)?, operation_id(&id)?)
+        .await?;
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
+}
+
+#[derive(Serialize)]
+struct EventsBody {
+    events: Vec<Event>,
+}
+
+async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<AppJson<EventsBody>> {
+    let events = state
+        .ledger
+        .events(visible_namespace(&caller)?, operation_id(&id)?)
+        .await?;
+    Ok(AppJson(EventsBody { events }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Outcome {
+    Succeeded,
+    Failed,
+}
+
+#[derive(Deserialize)]
+struct ErrorInfo {
+    code: String,
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct CompleteBody {
+    lease_token: String,
+    outcome: Outcome,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<ErrorInfo>,
+    #[serde(default)]
+    retryable: bool,
+    #[serde(default)]
+    provider_ref: Option<String>,
+}
+
+fn error_value(error: Option<ErrorInfo>) -> Option<Value> {
+    error.map(|e| json!({ "code": e.code, "message": e.message }))
+}
+
+#[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), operation = %id))]
+async fn complete(
+    State(state): State<AppState>,
+    agent: AgentCaller,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<CompleteBody>,
+) -> ApiResult<Response> {
+    let report = Report::Completed {
+        succeeded: matches!(body.outcome, Outcome::Succeeded),
+        result: body.result,
+        error: error_value(body.error),
+        retryable: body.retryable,
+        provider_ref: body.provider_ref,
+    };
+    let operation = state
+        .ledger
+        .report(
+            agent.namespace(),
+            operation_id(&id)?,
+            &body.lease_token,
+            report,
+            &actor(&agent),
+        )
+        .await?;
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
+}
+
+#[derive(Deserialize)]
+struct UnknownBody {
+    lease_token: String,
+    #[serde(default)]
+    error: Option<ErrorInfo>,
+}
+
+#[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), operation = %id))]
+async fn unknown(
+    State(state): State<AppState>,
+    agent: AgentCaller,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<UnknownBody>,
+) -> ApiResult<Response> {
+    let report = Report::Unknown {
+        error: error_value(body.error),
+    };
+    let operation = state
+        .ledger
+        .report(
+            agent.namespace(),
+            operation_id(&id)?,
+            &body.lease_token,
+            report,
+            &actor(&agent),
+        )
+        .await?;
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
+}

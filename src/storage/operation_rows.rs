@@ -1,0 +1,193 @@
+//! Operations and events as both databases return them. Enums and checked names are stored
+//! as their serde text, so the database and the API always spell them the same way.
+
+use app::domain::ToolPolicy;
+use app::ledger::{Approval, Event, EventKind, Lease, Operation, RegisteredTool};
+use app::store_error::StoreError;
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+/// Columns selected for an operation, in `OperationRow` order.
+pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, args, run_id, step, \
+     status, attempt, result, error, retryable, provider_ref, lease_token, lease_expires_at, created_at, updated_at, \
+     completed_at, expires_at, approval";
+
+/// An operation row.
+#[derive(sqlx::FromRow)]
+pub struct OperationRow {
+    id: Uuid,
+    namespace: String,
+    key: String,
+    key_source: String,
+    tool: String,
+    effect: String,
+    fingerprint: String,
+    args: Json<Value>,
+    run_id: Option<String>,
+    step: Option<i64>,
+    status: String,
+    attempt: i32,
+    result: Option<Json<Value>>,
+    error: Option<Json<Value>>,
+    retryable: bool,
+    provider_ref: Option<String>,
+    lease_token: Option<String>,
+    lease_expires_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    completed_at: Option<DateTime<Utc>>,
+    expires_at: DateTime<Utc>,
+    approval: Option<Json<Approval>>,
+}
+
+/// Parses stored text through the type's serde form (and so through its checks).
+pub fn from_text<T: DeserializeOwned>(text: String) -> Result<T, StoreError> {
+    serde_json::from_value(Value::String(text)).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// The text a value is stored as: its serde form.
+pub fn to_text<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(text)) => text,
+        other => unreachable!("stored enums and names serialize as strings, not {other:?}"),
+    }
+}
+
+impl TryFrom<OperationRow> for Operation {
+    type Error = StoreError;
+    fn try_from(row: OperationRow) -> Result<Self, StoreError> {
+        let lease = match (row.lease_token, row.lease_expires_at) {
+            (Some(token), Some(expires_at)) => Some(Lease { token, expires_at }),
+            _ => None,
+        };
+        Ok(Operation {
+            id: row.id,
+            namespace: from_text(row.namespace)?,
+            key: from_text(row.key)?,
+            key_source: from_text(row.key_source)?,
+            tool: from_text(row.tool)?,
+            effect: from_text(row.effect)?,
+            fingerprint: from_text(row.fingerprint)?,
+            args: row.args.0,
+            run_id: row.run_id,
+            step: row.step.map(|step| step.unsigned_abs()),
+            status: from_text(row.status)?,
+            attempt: row.attempt.unsigned_abs(),
+            result: row.result.map(|json| json.0),
+            error: row.error.map(|json| json.0),
+            retryable: row.retryable,
+            provider_ref: row.provider_ref,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            completed_at: row.completed_at,
+            expires_at: row.expires_at,
+            approval: row.approval.map(|json| json.0),
+            lease,
+        })
+    }
+}
+
+/// An event row.
+#[derive(sqlx::FromRow)]
+pub struct EventRow {
+    operation_id: Uuid,
+    at: DateTime<Utc>,
+    kind: String,
+    actor: String,
+    detail: Json<Value>,
+}
+
+impl TryFrom<EventRow> for Event {
+    type Error = StoreError;
+    fn try_from(row: EventRow) -> Result<Self, StoreError> {
+        Ok(Event {
+            operation_id: row.operation_id,
+            at: row.at,
+            kind: from_text::<EventKind>(row.kind)?,
+            actor: row.actor,
+            detail: row.detail.0,
+        })
+    }
+}
+
+/// The columns of an operation as values to bind, in the order of `OPERATION_COLUMNS`.
+pub struct OperationValues {
+    pub id: Uuid,
+    pub namespace: String,
+    pub key: String,
+    pub key_source: String,
+    pub tool: String,
+    pub effect: String,
+    pub fingerprint: String,
+    pub args: Json<Value>,
+    pub run_id: Option<String>,
+    pub step: Option<i64>,
+    pub status: String,
+    pub attempt: i32,
+    pub result: Option<Json<Value>>,
+    pub error: Option<Json<Value>>,
+    pub retryable: bool,
+    pub provider_ref: Option<String>,
+    pub lease_token: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+    pub approval: Option<Json<Approval>>,
+}
+
+impl From<&Operation> for OperationValues {
+    fn from(op: &Operation) -> Self {
+        Self {
+            id: op.id,
+            namespace: op.namespace.to_string(),
+            key: to_text(&op.key),
+            key_source: to_text(&op.key_source),
+            tool: to_text(&op.tool),
+            effect: to_text(&op.effect),
+            fingerprint: to_text(&op.fingerprint),
+            args: Json(op.args.clone()),
+            run_id: op.run_id.clone(),
+            step: op.step.map(|step| i64::try_from(step).unwrap_or(i64::MAX)),
+            status: to_text(&op.status),
+            attempt: i32::try_from(op.attempt).unwrap_or(i32::MAX),
+            result: op.result.clone().map(Json),
+            error: op.error.clone().map(Json),
+            retryable: op.retryable,
+            provider_ref: op.provider_ref.clone(),
+            lease_token: op.lease.as_ref().map(|lease| lease.token.clone()),
+            lease_expires_at: op.lease.as_ref().map(|lease| lease.expires_at),
+            created_at: op.created_at,
+            updated_at: op.updated_at,
+            completed_at: op.completed_at,
+            expires_at: op.expires_at,
+            approval: op.approval.clone().map(Json),
+        }
+    }
+}
+
+/// A tool registration row.
+#[derive(sqlx::FromRow)]
+pub struct ToolRow {
+    name: String,
+    policy: Json<ToolPolicy>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl TryFrom<ToolRow> for RegisteredTool {
+    type Error = StoreError;
+    fn try_from(row: ToolRow) -> Result<Self, StoreError> {
+        Ok(RegisteredTool {
+            name: from_text(row.name)?,
+            policy: row.policy.0,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}

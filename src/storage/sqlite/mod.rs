@@ -1,0 +1,68 @@
+//! SQLite: the embedded default. WAL with `synchronous=FULL`, so an acknowledged write
+//! survives a crash of the process or the machine.
+
+use app::store_error::StoreError;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::{store_error, OpenError};
+
+mod identity;
+mod ledger;
+
+/// The SQLite implementation of every storage port.
+///
+/// SQLite allows one writer at a time, so all writes go through a pool of exactly one
+/// connection (they queue in the pool instead of spinning on `SQLITE_BUSY`), while reads use
+/// their own pool and, in WAL mode, never wait for the writer. One writer is also what lets
+/// claims be committed in batches later (group commit) without a redesign.
+#[derive(Clone)]
+pub struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file of a `sqlite://PATH` URL.
+    pub async fn open(url: &str) -> Result<Self, OpenError> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(OpenError::Connect)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(5))
+            .foreign_keys(true);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options.clone())
+            .await
+            .map_err(OpenError::Connect)?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(OpenError::Connect)?;
+        Ok(Self { writer, reader })
+    }
+
+    pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
+        sqlx::migrate!("migrations/sqlite").run(&self.writer).await
+    }
+
+    pub(super) async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("select 1")
+            .execute(&self.reader)
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    pub(super) async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+}
