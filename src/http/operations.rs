@@ -1,8 +1,8 @@
 //! `/v1/operations`: the agent API (claim, complete, unknown) and reads.
 
-use app::domain::Permission;
-use app::ledger::{BeginRequest, Claim, Event, LedgerError, Operation, Report};
-use axum::extract::{Path, State};
+use app::domain::{Namespace, OperationStatus, Permission, ToolName};
+use app::ledger::{BeginRequest, Claim, Event, LedgerError, Operation, OperationFilter, Report};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -19,7 +19,7 @@ use crate::startup::AppState;
 /// The operation routes.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/v1/operations", post(claim))
+        .route("/v1/operations", post(claim).get(list))
         .route("/v1/operations/{id}", get(read))
         .route("/v1/operations/{id}/events", get(events))
         .route("/v1/operations/{id}/complete", post(complete))
@@ -188,6 +188,108 @@ async fn read(
         operation: &operation,
     })
     .into_response())
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    status: Option<String>,
+    tool: Option<String>,
+    run_id: Option<String>,
+    namespace: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ListBody {
+    operations: Vec<Operation>,
+    next_cursor: Option<String>,
+}
+
+/// Cursors are opaque to clients; the prefix lets the format change without breaking links.
+const CURSOR_PREFIX: &str = "c1_";
+
+fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
+    let invalid = |code: &'static str, message: &str| ApiError::bad_request(code, message);
+    let limit = match params.limit.as_deref() {
+        None => 50,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=200).contains(n))
+            .ok_or_else(|| {
+                invalid(
+                    "invalid_limit",
+                    "limit must be a whole number from 1 to 200",
+                )
+            })?,
+    };
+    let before = match params.cursor.as_deref() {
+        None | Some("") => None,
+        Some(cursor) => Some(
+            cursor
+                .strip_prefix(CURSOR_PREFIX)
+                .and_then(|id| Uuid::try_parse(id).ok())
+                .ok_or_else(|| {
+                    invalid("invalid_cursor", "cursor is not one this server gave out")
+                })?,
+        ),
+    };
+    let filter = OperationFilter {
+        namespace: params
+            .namespace
+            .map(Namespace::try_from)
+            .transpose()
+            .map_err(|e| invalid("invalid_namespace", &e.to_string()))?,
+        status: params
+            .status
+            .map(|s| s.parse::<OperationStatus>())
+            .transpose()
+            .map_err(|e| invalid("invalid_status", &e.to_string()))?,
+        tool: params
+            .tool
+            .map(ToolName::try_from)
+            .transpose()
+            .map_err(|e| invalid(e.code(), &e.to_string()))?,
+        run_id: params.run_id,
+        before,
+    };
+    Ok((filter, limit))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ListParams>,
+) -> ApiResult<AppJson<ListBody>> {
+    let (mut filter, limit) = parse_list(params)?;
+    if let Caller::Agent(agent) = &caller {
+        if filter
+            .namespace
+            .as_ref()
+            .is_some_and(|asked| asked != agent.namespace())
+        {
+            // Another namespace lists as empty, exactly like one with no operations.
+            return Ok(AppJson(ListBody {
+                operations: Vec::new(),
+                next_cursor: None,
+            }));
+        }
+        filter.namespace = Some(agent.namespace().clone());
+    }
+    visible_namespace(&caller)?;
+    let (operations, more) = state.ledger.list(&filter, limit).await?;
+    let next_cursor = more
+        .then(|| {
+            operations
+                .last()
+                .map(|op| format!("{CURSOR_PREFIX}{}", op.id.simple()))
+        })
+        .flatten();
+    Ok(AppJson(ListBody {
+        operations,
+        next_cursor,
+    }))
 }
 
 #[derive(Serialize)]

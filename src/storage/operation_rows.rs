@@ -16,6 +16,16 @@ pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effec
      status, attempt, result, error, retryable, provider_ref, lease_token, lease_expires_at, created_at, updated_at, \
      completed_at, expires_at, approval";
 
+/// The list query, the same text for both databases (sqlx binds `$N` on SQLite too).
+pub fn list_sql() -> String {
+    format!(
+        "select {OPERATION_COLUMNS} from operations \
+         where ($1 is null or namespace = $1) and ($2 is null or status = $2) and ($3 is null or tool = $3) \
+           and ($4 is null or run_id = $4) and ($5 is null or id < $5) \
+         order by id desc limit $6"
+    )
+}
+
 /// An operation row.
 #[derive(sqlx::FromRow)]
 pub struct OperationRow {

@@ -7,5 +7,6 @@ mod auth;
 mod cli;
 mod errors;
 mod keys_and_users;
+mod lifecycle;
 mod operations;
 mod ui;

@@ -13,5 +13,5 @@ pub use claim::{decide_claim, ttl_has_ended, Claim, Fresh};
 pub use complete::{decide_report, Report, ReportRefused};
 pub use model::{Approval, ClaimRequest, Event, EventKind, Lease, Operation};
 pub use service::{BeginRequest, Ledger, LedgerError};
-pub use store::{LedgerStore, RegisteredTool};
+pub use store::{LedgerStore, OperationFilter, RegisteredTool};
 pub use write::{Decision, Write};

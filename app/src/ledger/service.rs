@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation};
-use super::store::{LedgerStore, RegisteredTool};
+use super::store::{LedgerStore, OperationFilter, RegisteredTool};
 use crate::domain::{self, Fingerprint, KeyChoice, Namespace, ToolName, ToolPolicy};
 use crate::store_error::StoreError;
 
@@ -207,6 +207,18 @@ impl Ledger {
             Some(policy) => Ok((name, policy, true)),
             None => Ok((name, ToolPolicy::default_for_unregistered(), false)),
         }
+    }
+
+    /// A page of operations, newest first, and whether more follow.
+    pub async fn list(
+        &self,
+        filter: &OperationFilter,
+        limit: u32,
+    ) -> Result<(Vec<Operation>, bool), LedgerError> {
+        let mut operations = self.store.list(filter, limit + 1).await?;
+        let more = operations.len() > limit as usize;
+        operations.truncate(limit as usize);
+        Ok((operations, more))
     }
 
     /// The audit trail of an operation the caller may see.

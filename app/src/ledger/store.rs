@@ -9,7 +9,7 @@ use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation};
 use super::write::Decision;
-use crate::domain::{Namespace, ToolName, ToolPolicy};
+use crate::domain::{Namespace, OperationStatus, ToolName, ToolPolicy};
 use crate::store_error::StoreError;
 
 /// Operations, events and tools.
@@ -42,6 +42,13 @@ pub trait LedgerStore: Send + Sync {
     /// An operation by id, in any namespace (callers check the namespace).
     async fn operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError>;
 
+    /// Operations matching the filter, newest first, after the cursor's operation.
+    async fn list(
+        &self,
+        filter: &OperationFilter,
+        limit: u32,
+    ) -> Result<Vec<Operation>, StoreError>;
+
     /// The audit trail of an operation, oldest first.
     async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError>;
 
@@ -57,6 +64,18 @@ pub trait LedgerStore: Send + Sync {
 
     /// Every registered tool, by name.
     async fn tools(&self) -> Result<Vec<RegisteredTool>, StoreError>;
+}
+
+/// Which operations a list shows. `None` fields do not filter.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OperationFilter {
+    pub namespace: Option<Namespace>,
+    pub status: Option<OperationStatus>,
+    pub tool: Option<ToolName>,
+    pub run_id: Option<String>,
+    /// Keyset pagination: only operations older than this one (ids are UUIDv7, so they
+    /// order by creation).
+    pub before: Option<Uuid>,
 }
 
 /// A tool as registered.

@@ -5,7 +5,7 @@
 use app::domain::{Namespace, ToolName, ToolPolicy};
 use app::ledger::{
     decide_claim, decide_report, Claim, ClaimRequest, Decision, Event, Fresh, LedgerStore,
-    Operation, RegisteredTool, Report, ReportRefused, Write,
+    Operation, OperationFilter, RegisteredTool, Report, ReportRefused, Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::SqliteStore;
 use crate::storage::operation_rows::{
-    to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
+    list_sql, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
 };
 use crate::storage::store_error;
 
@@ -238,6 +238,24 @@ impl LedgerStore for SqliteStore {
     async fn operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError> {
         let mut conn = self.reader.acquire().await.map_err(store_error)?;
         operation_by_id(&mut conn, id).await
+    }
+
+    async fn list(
+        &self,
+        filter: &OperationFilter,
+        limit: u32,
+    ) -> Result<Vec<Operation>, StoreError> {
+        let rows: Vec<OperationRow> = sqlx::query_as(&list_sql())
+            .bind(filter.namespace.as_ref().map(|n| n.to_string()))
+            .bind(filter.status.as_ref().map(to_text))
+            .bind(filter.tool.as_ref().map(to_text))
+            .bind(filter.run_id.clone())
+            .bind(filter.before)
+            .bind(i64::from(limit))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)?;
+        rows.into_iter().map(Operation::try_from).collect()
     }
 
     async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError> {
