@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::time::Duration;
 use uuid::Uuid;
 
 use super::auth::{AgentCaller, Caller};
@@ -97,11 +98,49 @@ async fn claim(
         run_id: body.run_id,
         step: body.step,
     };
+    let Some(wait) = prefer_wait(&headers) else {
+        let claim = state
+            .ledger
+            .begin(agent.namespace(), &actor(&agent), request)
+            .await?;
+        return Ok(claim_response(claim));
+    };
     let claim = state
         .ledger
-        .begin(agent.namespace(), &actor(&agent), request)
+        .begin_waiting(
+            agent.namespace(),
+            &actor(&agent),
+            request,
+            Duration::from_secs(wait),
+        )
         .await?;
-    Ok(claim_response(claim))
+    let mut response = claim_response(claim);
+    let applied =
+        HeaderValue::from_str(&format!("wait={wait}")).expect("digits are a valid header value");
+    response.headers_mut().insert("preference-applied", applied);
+    Ok(response)
+}
+
+/// The longest a claim may be held (`Prefer: wait=N`, N ≤ 60).
+const MAX_WAIT_SECONDS: u64 = 60;
+
+/// The `wait` preference of RFC 7240, capped at 60 seconds; other preferences and
+/// malformed values are ignored, as the RFC asks.
+fn prefer_wait(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get_all("prefer")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split([',', ';']))
+        .filter_map(|preference| {
+            let (name, value) = preference.split_once('=')?;
+            let is_wait = name.trim().eq_ignore_ascii_case("wait");
+            is_wait
+                .then(|| value.trim().trim_matches('"').parse::<u64>().ok())
+                .flatten()
+        })
+        .next()
+        .map(|seconds| seconds.min(MAX_WAIT_SECONDS))
 }
 
 /// The contract's answer for each outcome of a claim.

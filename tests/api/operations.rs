@@ -482,3 +482,59 @@ async fn many_concurrent_claims_of_one_key_start_exactly_one_operation(db: Db) {
     assert_eq!(started, 1, "{statuses:?}");
     assert_eq!(in_progress, 199, "{statuses:?}");
 }
+
+mod waiting {
+    use super::*;
+
+    on_both_databases!(
+        a_claim_that_prefers_to_wait_gets_the_outcome_once_the_first_completes,
+        a_wait_that_runs_out_answers_409_as_usual,
+    );
+
+    async fn claim_waiting(agent: &Client, seconds: &str, body: &Value) -> reqwest::Response {
+        let request = agent
+            .http
+            .post(agent.url("/v1/operations"))
+            .header("prefer", format!("respond-async, wait={seconds}"));
+        request.json(body).send().await.unwrap()
+    }
+
+    async fn a_claim_that_prefers_to_wait_gets_the_outcome_once_the_first_completes(db: Db) {
+        let app = TestApp::spawn(db).await;
+        let key = app.api_key("support-bot").await;
+        let agent = app.agent_with_key(&key);
+        let (id, token, _) = agent.start(&refund("1")).await;
+
+        let waiter = app.agent_with_key(&key);
+        let waiting = tokio::spawn(async move { claim_waiting(&waiter, "10", &refund("1")).await });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(
+            !waiting.is_finished(),
+            "the claim is held while the first runs"
+        );
+        let done =
+            json!({ "lease_token": token, "outcome": "succeeded", "result": { "refund": "re_1" } });
+        assert_eq!(agent.complete(&id, &done).await.status(), 200);
+
+        let answer = waiting.await.unwrap();
+        assert_eq!(answer.status(), 200);
+        assert_eq!(answer.headers()["preference-applied"], "wait=10");
+        let answer: Value = answer.json().await.unwrap();
+        assert_eq!(answer["replayed"], true);
+        assert_eq!(answer["operation"]["result"], json!({ "refund": "re_1" }));
+    }
+
+    async fn a_wait_that_runs_out_answers_409_as_usual(db: Db) {
+        let app = TestApp::spawn(db).await;
+        let agent = app.agent("support-bot").await;
+        agent.start(&refund("1")).await;
+        let started = std::time::Instant::now();
+        let answer = claim_waiting(&agent, "1", &refund("1")).await;
+        assert!(
+            started.elapsed() >= std::time::Duration::from_secs(1),
+            "held for the whole wait"
+        );
+        assert_eq!(answer.headers()["preference-applied"], "wait=1");
+        assert_error(answer, 409, "operation_in_progress").await;
+    }
+}

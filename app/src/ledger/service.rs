@@ -3,13 +3,16 @@
 
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation};
 use super::store::{LedgerStore, OperationFilter, RegisteredTool};
-use crate::domain::{self, Fingerprint, KeyChoice, Namespace, ToolName, ToolPolicy};
+use crate::domain::{
+    self, Fingerprint, KeyChoice, Namespace, OperationStatus, ToolName, ToolPolicy,
+};
 use crate::store_error::StoreError;
 
 /// A claim as the agent sent it, before any checks.
@@ -57,6 +60,16 @@ pub struct Ledger {
     store: Arc<dyn LedgerStore>,
 }
 
+/// The operation a claim is waiting on, if it waits at all.
+fn unsettled(claim: &Claim) -> Option<Uuid> {
+    match claim {
+        Claim::InProgress { operation, .. } | Claim::AwaitingApproval { operation } => {
+            Some(operation.id)
+        }
+        _ => None,
+    }
+}
+
 /// How often a claim is retried when a concurrent claim of the same new key won the insert
 /// (PostgreSQL); the second try always sees the winner's row.
 const CLAIM_ATTEMPTS: usize = 3;
@@ -96,6 +109,49 @@ impl Ledger {
             .collect();
         self.store.append_events(&quiet).await?;
         Ok(decision.outcome)
+    }
+
+    /// Like [`Ledger::begin`], but when the key's operation is running or waiting for
+    /// approval, holds on until it settles or `wait` runs out, then answers for the state it
+    /// ends in (`Prefer: wait=N`).
+    pub async fn begin_waiting(
+        &self,
+        namespace: &Namespace,
+        actor: &str,
+        request: BeginRequest,
+        wait: Duration,
+    ) -> Result<Claim, LedgerError> {
+        let deadline = Instant::now() + wait;
+        let mut claim = self.begin(namespace, actor, request.clone()).await?;
+        while let Some(id) = unsettled(&claim) {
+            if !self.wait_until_settled(id, deadline).await? {
+                break;
+            }
+            claim = self.begin(namespace, actor, request.clone()).await?;
+        }
+        Ok(claim)
+    }
+
+    /// Polls the operation until it leaves `pending` (or its lease runs out) and
+    /// `awaiting_approval`; `false` when the deadline came first.
+    async fn wait_until_settled(&self, id: Uuid, deadline: Instant) -> Result<bool, LedgerError> {
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            tokio::time::sleep(pause.min(deadline - now)).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+            let Some(operation) = self.store.operation(id).await? else {
+                return Ok(true);
+            };
+            let running = operation.status == OperationStatus::Pending
+                && operation.lease_is_live(chrono::Utc::now());
+            if !running && operation.status != OperationStatus::AwaitingApproval {
+                return Ok(true);
+            }
+        }
     }
 
     /// Checks and normalises a claim: tool name, args, the key, the fingerprint, redaction.
