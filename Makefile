@@ -39,7 +39,7 @@ test-rust:
 	  echo "FAIL: PostgreSQL is required under CI=true" >&2; exit 1; \
 	else \
 	  echo "!!! PostgreSQL unavailable: SKIPPING every PostgreSQL test; SQLite only !!!" >&2; \
-	  cargo test --workspace -- --skip postgres::; \
+	  cargo test --workspace -- --skip postgres; \
 	fi
 
 test-e2e:

@@ -130,6 +130,16 @@ pub struct Client {
 }
 
 impl Client {
+    /// A client of any server that sends `Authorization: Bearer <key>`.
+    pub fn with_bearer(base: &str, key: &str) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {key}")).unwrap(),
+        );
+        Self::new(base, headers)
+    }
+
     fn new(base: &str, headers: HeaderMap) -> Self {
         let http = reqwest::Client::builder()
             .cookie_store(true)

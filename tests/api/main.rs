@@ -9,4 +9,5 @@ mod errors;
 mod keys_and_users;
 mod lifecycle;
 mod operations;
+mod processes;
 mod ui;

@@ -1,0 +1,233 @@
+//! The real binary as separate processes: crashes, restarts, graceful stops, and several
+//! servers sharing one PostgreSQL database.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+
+use crate::helpers::{Client, Db};
+use crate::on_both_databases;
+use idem::storage::testing::TestDatabase;
+
+on_both_databases!(
+    every_acknowledged_completion_survives_a_kill_9,
+    sigterm_lets_requests_in_flight_finish
+);
+
+/// An `idem serve` child process, killed when dropped.
+pub struct ServerProcess {
+    child: Child,
+    pub address: String,
+    log: mpsc::Receiver<String>,
+}
+
+impl ServerProcess {
+    /// Starts `idem serve` on a free port of loopback against the database.
+    pub fn start(database_url: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("IDEM_DATABASE_URL", database_url)
+            .env("IDEM_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start idem serve");
+        let (lines, log) = mpsc::channel();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = Vec::new();
+        let address = loop {
+            // A server that dies early closes its stderr, which ends this wait.
+            let Ok(line) = log.recv_timeout(std::time::Duration::from_secs(30)) else {
+                let _ = child.kill();
+                panic!("idem serve never said where it listens: {seen:?}");
+            };
+            if let Some(rest) = line.split("address=").nth(1) {
+                break rest.split_whitespace().next().unwrap().to_owned();
+            }
+            seen.push(line);
+        };
+        Self {
+            child,
+            address: format!("http://{address}"),
+            log,
+        }
+    }
+
+    /// A client of this server holding the API key.
+    pub fn agent(&self, key: &str) -> Client {
+        Client::with_bearer(&self.address, key)
+    }
+
+    /// SIGKILL: no chance to flush or finish anything.
+    pub fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, then waits for the exit; returns whether it exited cleanly, and its log.
+    pub fn terminate(mut self) -> (bool, Vec<String>) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let status = self.child.wait().unwrap();
+        let log: Vec<String> = self.log.try_iter().collect();
+        (status.success(), log)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Creates an API key with the CLI, as an operator would.
+pub fn cli_key(database_url: &str, namespace: &str) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["keys", "create", "--namespace", namespace])
+        .env("IDEM_DATABASE_URL", database_url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+async fn every_acknowledged_completion_survives_a_kill_9(db: Db) {
+    let database = TestDatabase::create(db).await;
+    let server = ServerProcess::start(database.url());
+    let key = cli_key(database.url(), "billing");
+    let agent = server.agent(&key);
+
+    let mut acknowledged = Vec::new();
+    for n in 0..20 {
+        let body = json!({ "tool": "refund", "key": format!("order-{n}"), "args": { "n": n } });
+        let (id, token, _) = agent.start(&body).await;
+        let done =
+            json!({ "lease_token": token, "outcome": "succeeded", "result": { "refund": n } });
+        let response = agent.complete(&id, &done).await;
+        assert_eq!(response.status(), 200);
+        acknowledged.push(body);
+    }
+    // One more claimed but never completed: after the crash it is still in flight.
+    let (open_id, _, _) = agent
+        .start(&json!({ "tool": "refund", "key": "open", "args": {} }))
+        .await;
+    server.kill_9();
+
+    let restarted = ServerProcess::start(database.url());
+    let agent = restarted.agent(&key);
+    for (n, body) in acknowledged.iter().enumerate() {
+        let replay = agent.claim(body).await;
+        assert_eq!(replay.status(), 200, "order-{n} after the crash");
+        let replay: Value = replay.json().await.unwrap();
+        assert_eq!(replay["operation"]["result"], json!({ "refund": n }));
+    }
+    let open: Value = agent.operation(&open_id).await.json().await.unwrap();
+    assert_eq!(open["operation"]["status"], "pending");
+}
+
+async fn sigterm_lets_requests_in_flight_finish(db: Db) {
+    let database = TestDatabase::create(db).await;
+    let server = ServerProcess::start(database.url());
+    let key = cli_key(database.url(), "billing");
+    let agent = server.agent(&key);
+    let body = json!({ "tool": "refund", "key": "held", "args": {} });
+    agent.start(&body).await;
+
+    // A duplicate that prefers to wait two seconds is in flight when SIGTERM arrives.
+    let waiter = server.agent(&key);
+    let in_flight = tokio::spawn(async move {
+        let request = waiter
+            .http
+            .post(waiter.url("/v1/operations"))
+            .header("prefer", "wait=2");
+        request
+            .json(&body)
+            .send()
+            .await
+            .map(|response| response.status().as_u16())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (clean, log) = tokio::task::spawn_blocking(move || server.terminate())
+        .await
+        .unwrap();
+
+    assert_eq!(
+        in_flight
+            .await
+            .unwrap()
+            .expect("the in-flight request was answered"),
+        409
+    );
+    assert!(clean, "exit status after SIGTERM: {log:?}");
+    assert!(
+        log.iter().any(|line| line.contains("idem stopped")),
+        "{log:?}"
+    );
+}
+
+/// Two server processes on one PostgreSQL database: 500 concurrent claims of one new key,
+/// spread over both, start exactly one operation. (SQLite serves one process only.)
+#[tokio::test]
+async fn postgres_two_servers_500_concurrent_claims_of_one_key_start_exactly_one_operation() {
+    let database = TestDatabase::create(Db::Postgres).await;
+    let first = ServerProcess::start(database.url());
+    let second = ServerProcess::start(database.url());
+    let key = cli_key(database.url(), "billing");
+    let body = json!({ "tool": "refund", "key": "contended", "args": { "order": 1 } });
+
+    let mut claims = Vec::new();
+    for n in 0..500 {
+        let server = if n % 2 == 0 { &first } else { &second };
+        let agent = server.agent(&key);
+        let body = body.clone();
+        claims.push(tokio::spawn(async move {
+            agent.claim(&body).await.status().as_u16()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for claim in claims {
+        statuses.push(claim.await.unwrap());
+    }
+    let started = statuses.iter().filter(|s| **s == 201).count();
+    let others_ok = statuses.iter().all(|s| matches!(s, 201 | 409 | 200));
+    assert_eq!(started, 1, "exactly one claim starts the operation");
+    assert!(
+        others_ok,
+        "every other claim is told it is in progress: {statuses:?}"
+    );
+
+    let agent = first.agent(&key);
+    let listed: Value = agent.list("?limit=200").await.json().await.unwrap();
+    assert_eq!(
+        listed["operations"].as_array().unwrap().len(),
+        1,
+        "one operation in the ledger"
+    );
+    let id = listed["operations"][0]["id"].as_str().unwrap().to_owned();
+    let events: Value = agent.events(&id).await.json().await.unwrap();
+    let kinds: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "claimed").count(), 1);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "in_flight_rejected").count(),
+        499,
+        "every duplicate is audited"
+    );
+}
