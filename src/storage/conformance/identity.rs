@@ -1,5 +1,4 @@
-//! One suite, every backend: each check below runs against a fresh SQLite file and a fresh
-//! PostgreSQL database, so the two implementations cannot drift apart.
+//! Users, sessions and API keys.
 
 use app::domain::{ApiKeyInfo, Namespace, Role, Username};
 use app::identity::{IdentityStore, NewApiKey, NewSession, NewUser, SecretHash};
@@ -8,22 +7,12 @@ use chrono::{Duration, DurationRound, Utc};
 use std::sync::Arc;
 use uuid::Uuid;
 
-use super::testing::{Backend, TestDatabase};
-use super::Database;
-
-/// Runs each named check once per backend.
-macro_rules! conformance {
-    ($($check:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test] async fn $check() { super::run(super::Backend::Sqlite, super::$check).await; })*
-        }
-        mod postgres {
-            $(#[tokio::test] async fn $check() { super::run(super::Backend::Postgres, super::$check).await; })*
-        }
-    };
-}
+use super::conformance;
+use crate::storage::testing::{Backend, TestDatabase};
+use crate::storage::Database;
 
 conformance!(
+    run;
     users_round_trip_and_names_are_unique,
     sessions_resolve_to_their_user_until_they_expire,
     changing_a_password_ends_every_session_of_that_user,

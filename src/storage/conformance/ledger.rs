@@ -1,0 +1,249 @@
+//! Operations, events and tools.
+
+use app::domain::{
+    Fingerprint, IdempotencyKey, KeySource, Namespace, OperationStatus, ToolName, ToolPolicy,
+};
+use app::ledger::{
+    Claim, ClaimRequest, EventKind, Fresh, LedgerStore, OperationFilter, Report, ReportRefused,
+};
+use serde_json::json;
+use std::sync::Arc;
+use uuid::Uuid;
+
+use super::conformance;
+use crate::storage::testing::{Backend, TestDatabase};
+use crate::storage::Database;
+
+conformance!(
+    run;
+    a_claim_inserts_once_and_the_next_claim_finds_it,
+    only_state_changes_are_committed_with_a_claim_and_quiet_events_follow,
+    reports_apply_once_under_the_lease_and_stay_in_their_namespace,
+    lists_filter_and_page_newest_first,
+    tools_round_trip_and_are_replaced,
+);
+
+async fn run<F, Fut>(backend: Backend, check: F)
+where
+    F: FnOnce(Arc<dyn LedgerStore>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let db = TestDatabase::create(backend).await;
+    let database = Database::open(db.url())
+        .await
+        .expect("open the test database");
+    check(database.ledger_store()).await;
+    database.close().await;
+}
+
+fn request(namespace: &str, key: &str, tool: &str) -> ClaimRequest {
+    let tool = ToolName::try_from(tool).unwrap();
+    let args = json!({ "order_id": key, "amount_cents": 500 });
+    ClaimRequest {
+        namespace: Namespace::try_from(namespace).unwrap(),
+        key: IdempotencyKey::try_from(key).unwrap(),
+        key_source: KeySource::Body,
+        fingerprint: Fingerprint::compute(&tool, &args, &[]),
+        tool,
+        policy: ToolPolicy::default_for_unregistered(),
+        args,
+        run_id: Some("run-1".into()),
+        step: Some(3),
+    }
+}
+
+fn fresh() -> Fresh {
+    Fresh {
+        operation_id: Uuid::now_v7(),
+        lease_token: app::identity::random_token(),
+    }
+}
+
+async fn start(
+    store: &dyn LedgerStore,
+    request: &ClaimRequest,
+) -> (app::ledger::Operation, String) {
+    match store
+        .claim(request, "agent:test/k", fresh())
+        .await
+        .unwrap()
+        .outcome
+    {
+        Claim::Started { operation, lease } => (operation, lease.token),
+        other => panic!("expected a start, got {other:?}"),
+    }
+}
+
+async fn a_claim_inserts_once_and_the_next_claim_finds_it(store: Arc<dyn LedgerStore>) {
+    let order = request("billing", "order-1", "refund");
+    let (started, _) = start(store.as_ref(), &order).await;
+    assert_eq!(started.status, OperationStatus::Pending);
+    assert_eq!(started.attempt, 1);
+
+    let stored = store.operation(started.id).await.unwrap().expect("stored");
+    assert_eq!(stored, started, "every field round-trips");
+
+    let again = store.claim(&order, "agent:test/k", fresh()).await.unwrap();
+    assert!(again.writes.is_empty());
+    match again.outcome {
+        Claim::InProgress { operation, .. } => assert_eq!(operation.id, started.id),
+        other => panic!("expected in progress, got {other:?}"),
+    }
+
+    let elsewhere = request("support", "order-1", "refund");
+    let (other, _) = start(store.as_ref(), &elsewhere).await;
+    assert_ne!(
+        other.id, started.id,
+        "the same key in another namespace is another operation"
+    );
+}
+
+async fn only_state_changes_are_committed_with_a_claim_and_quiet_events_follow(
+    store: Arc<dyn LedgerStore>,
+) {
+    let order = request("billing", "order-1", "refund");
+    let (started, _) = start(store.as_ref(), &order).await;
+    let duplicate = store.claim(&order, "agent:test/k", fresh()).await.unwrap();
+
+    let kinds =
+        |events: Vec<app::ledger::Event>| events.into_iter().map(|e| e.kind).collect::<Vec<_>>();
+    assert_eq!(
+        kinds(store.events(started.id).await.unwrap()),
+        [EventKind::Claimed]
+    );
+    store.append_events(&duplicate.events).await.unwrap();
+    let events = store.events(started.id).await.unwrap();
+    assert_eq!(
+        kinds(events.clone()),
+        [EventKind::Claimed, EventKind::InFlightRejected]
+    );
+    assert_eq!(events[0].actor, "agent:test/k");
+    assert_eq!(events[0].detail["attempt"], 1);
+}
+
+async fn reports_apply_once_under_the_lease_and_stay_in_their_namespace(
+    store: Arc<dyn LedgerStore>,
+) {
+    let order = request("billing", "order-1", "refund");
+    let (started, token) = start(store.as_ref(), &order).await;
+    let billing = order.namespace.clone();
+    let success = Report::Completed {
+        succeeded: true,
+        result: Some(json!({ "refund": "re_1" })),
+        error: None,
+        retryable: false,
+        provider_ref: Some("re_1".into()),
+    };
+
+    let support = Namespace::try_from("support").unwrap();
+    let foreign = store
+        .report(&support, started.id, &token, &success, "agent:support/k")
+        .await
+        .unwrap();
+    assert!(foreign.is_none(), "another namespace cannot report");
+    let wrong = store
+        .report(&billing, started.id, "wrong", &success, "a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(wrong.outcome, Err(ReportRefused::LeaseLost));
+
+    let done = store
+        .report(&billing, started.id, &token, &success, "a")
+        .await
+        .unwrap()
+        .unwrap();
+    let done = done.outcome.expect("completed");
+    assert_eq!(done.status, OperationStatus::Succeeded);
+    assert_eq!(store.operation(started.id).await.unwrap().unwrap(), done);
+
+    let repeated = store
+        .report(&billing, started.id, &token, &success, "a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(repeated.writes.is_empty());
+    assert_eq!(repeated.outcome, Ok(done));
+    let unknown = Report::Unknown { error: None };
+    let late = store
+        .report(&billing, started.id, &token, &unknown, "a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        late.outcome,
+        Err(ReportRefused::AlreadyFinal {
+            status: OperationStatus::Succeeded
+        })
+    );
+}
+
+async fn lists_filter_and_page_newest_first(store: Arc<dyn LedgerStore>) {
+    let mut ids = Vec::new();
+    for (n, tool) in ["refund", "email", "refund"].iter().enumerate() {
+        let (op, _) = start(store.as_ref(), &request("billing", &format!("k{n}"), tool)).await;
+        ids.push(op.id);
+    }
+    start(store.as_ref(), &request("support", "k0", "refund")).await;
+    let listed = |filter: OperationFilter, limit| {
+        let store = store.clone();
+        async move {
+            store
+                .list(&filter, limit)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|op| op.id)
+                .collect::<Vec<_>>()
+        }
+    };
+    let billing = Some(Namespace::try_from("billing").unwrap());
+
+    let all = listed(
+        OperationFilter {
+            namespace: billing.clone(),
+            ..Default::default()
+        },
+        10,
+    )
+    .await;
+    assert_eq!(all, [ids[2], ids[1], ids[0]]);
+    let refunds = OperationFilter {
+        namespace: billing.clone(),
+        tool: Some(ToolName::try_from("refund").unwrap()),
+        ..Default::default()
+    };
+    assert_eq!(listed(refunds, 10).await, [ids[2], ids[0]]);
+    let older = OperationFilter {
+        namespace: billing.clone(),
+        before: Some(ids[2]),
+        ..Default::default()
+    };
+    assert_eq!(listed(older, 1).await, [ids[1]]);
+    let done = OperationFilter {
+        status: Some(OperationStatus::Succeeded),
+        ..Default::default()
+    };
+    assert!(listed(done, 10).await.is_empty());
+    assert_eq!(listed(OperationFilter::default(), 10).await.len(), 4);
+}
+
+async fn tools_round_trip_and_are_replaced(store: Arc<dyn LedgerStore>) {
+    let refund = ToolName::try_from("refund").unwrap();
+    assert!(store.tool(&refund).await.unwrap().is_none());
+    let mut policy = ToolPolicy::default_for_unregistered();
+    policy.key_fields = vec!["order_id".into()];
+    let first = store.put_tool(&refund, &policy).await.unwrap();
+    assert_eq!(store.tool(&refund).await.unwrap(), Some(policy.clone()));
+
+    policy.lease_seconds = 5;
+    let second = store.put_tool(&refund, &policy).await.unwrap();
+    assert_eq!(
+        second.created_at, first.created_at,
+        "a replacement keeps the creation time"
+    );
+    assert!(second.updated_at >= first.updated_at);
+    let tools = store.tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].policy.lease_seconds, 5);
+}
