@@ -1,0 +1,293 @@
+//! The ledger's SQL and its `LedgerStore` implementation, written once for both databases.
+//!
+//! The statements are the same text on SQLite and PostgreSQL (sqlx binds `$N` on both); what
+//! differs is passed in: the connection type, the row lock (`for update` on PostgreSQL; on
+//! SQLite the writer's `BEGIN IMMEDIATE` already excludes everyone), and two functions each
+//! backend module defines beside the macro call — `begin_write` (the transaction a change
+//! runs in) and `now` (whose clock decides leases and expiry).
+
+/// Implements `LedgerStore` for a backend store. Expects in scope: `begin_write(&self)` on the
+/// store, `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>`, and the imports
+/// the body names.
+macro_rules! impl_ledger_store {
+    (store: $store:ident, db: $db:ty, conn: $conn:ty, lock: $lock:literal, reader: $reader:ident, writer: $writer:ident) => {
+        async fn live_operation(
+            tx: &mut $conn,
+            namespace: &Namespace,
+            key: &str,
+        ) -> Result<Option<Operation>, StoreError> {
+            let sql = format!("select {OPERATION_COLUMNS} from operations where namespace = $1 and key = $2 and retired_at is null{}", $lock);
+            let row: Option<OperationRow> = sqlx::query_as(&sql)
+                .bind(namespace.as_str())
+                .bind(key)
+                .fetch_optional(tx)
+                .await
+                .map_err(store_error)?;
+            row.map(Operation::try_from).transpose()
+        }
+
+        async fn operation_by_id(
+            executor: &mut $conn,
+            id: Uuid,
+            lock: bool,
+        ) -> Result<Option<Operation>, StoreError> {
+            let lock = if lock { $lock } else { "" };
+            let sql = format!("select {OPERATION_COLUMNS} from operations where id = $1{lock}");
+            let row: Option<OperationRow> = sqlx::query_as(&sql)
+                .bind(id)
+                .fetch_optional(executor)
+                .await
+                .map_err(store_error)?;
+            row.map(Operation::try_from).transpose()
+        }
+
+        async fn apply(tx: &mut $conn, writes: &[Write]) -> Result<(), StoreError> {
+            for write in writes {
+                match write {
+                    Write::Insert(operation) => insert(tx, operation).await?,
+                    Write::Update {
+                        after,
+                        expected_status,
+                    } => update(tx, after, &to_text(expected_status)).await?,
+                    Write::Retire { id, at } => {
+                        sqlx::query(
+                            "update operations set retired_at = $1 where id = $2 and retired_at is null",
+                        )
+                        .bind(at)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(store_error)?;
+                    }
+                }
+            }
+            Ok(())
+        }
+
+        async fn insert(tx: &mut $conn, operation: &Operation) -> Result<(), StoreError> {
+            let v = OperationValues::from(operation);
+            let sql = format!("insert into operations ({OPERATION_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)");
+            sqlx::query(&sql)
+                .bind(v.id)
+                .bind(v.namespace)
+                .bind(v.key)
+                .bind(v.key_source)
+                .bind(v.tool)
+                .bind(v.effect)
+                .bind(v.fingerprint)
+                .bind(v.args)
+                .bind(v.run_id)
+                .bind(v.step)
+                .bind(v.status)
+                .bind(v.attempt)
+                .bind(v.result)
+                .bind(v.error)
+                .bind(v.retryable)
+                .bind(v.provider_ref)
+                .bind(v.lease_token)
+                .bind(v.lease_expires_at)
+                .bind(v.created_at)
+                .bind(v.updated_at)
+                .bind(v.completed_at)
+                .bind(v.expires_at)
+                .bind(v.approval)
+                .execute(tx)
+                .await
+                .map_err(store_error)?;
+            Ok(())
+        }
+
+        /// The guarded transition: zero rows means the operation moved under us, which the
+        /// transaction's lock rules out; it is reported rather than ignored.
+        async fn update(
+            tx: &mut $conn,
+            after: &Operation,
+            expected_status: &str,
+        ) -> Result<(), StoreError> {
+            let v = OperationValues::from(after);
+            let changed = sqlx::query(
+                r#"update operations set status = $1, attempt = $2, result = $3, error = $4, retryable = $5, provider_ref = $6,
+                       lease_token = $7, lease_expires_at = $8, updated_at = $9, completed_at = $10, expires_at = $11, approval = $12
+                   where id = $13 and status = $14"#,
+            )
+            .bind(v.status)
+            .bind(v.attempt)
+            .bind(v.result)
+            .bind(v.error)
+            .bind(v.retryable)
+            .bind(v.provider_ref)
+            .bind(v.lease_token)
+            .bind(v.lease_expires_at)
+            .bind(v.updated_at)
+            .bind(v.completed_at)
+            .bind(v.expires_at)
+            .bind(v.approval)
+            .bind(v.id)
+            .bind(expected_status)
+            .execute(tx)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+            if changed == 1 {
+                Ok(())
+            } else {
+                Err(StoreError::Stale)
+            }
+        }
+
+        async fn insert_events(tx: &mut $conn, events: &[Event]) -> Result<(), StoreError> {
+            for event in events {
+                sqlx::query("insert into operation_events (operation_id, at, kind, actor, detail) values ($1, $2, $3, $4, $5)")
+                    .bind(event.operation_id)
+                    .bind(event.at)
+                    .bind(event.kind.as_str())
+                    .bind(&event.actor)
+                    .bind(Json(&event.detail))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+            }
+            Ok(())
+        }
+
+        /// Commits the decision's writes with its state-changing events.
+        async fn commit<T>(
+            mut tx: Transaction<'static, $db>,
+            decision: &Decision<T>,
+        ) -> Result<(), StoreError> {
+            if decision.writes.is_empty() {
+                return tx.rollback().await.map_err(store_error);
+            }
+            apply(&mut tx, &decision.writes).await?;
+            let state_events: Vec<Event> = decision
+                .events
+                .iter()
+                .filter(|e| e.kind.changes_state())
+                .cloned()
+                .collect();
+            insert_events(&mut tx, &state_events).await?;
+            tx.commit().await.map_err(store_error)
+        }
+
+        #[async_trait::async_trait]
+        impl LedgerStore for $store {
+            async fn claim(
+                &self,
+                request: &ClaimRequest,
+                actor: &str,
+                fresh: Fresh,
+            ) -> Result<Decision<Claim>, StoreError> {
+                let mut tx = self.begin_write().await?;
+                let now = now(&mut tx).await?;
+                let live = live_operation(&mut tx, &request.namespace, &to_text(&request.key)).await?;
+                let decision = decide_claim(live, request, actor, fresh, now);
+                commit(tx, &decision).await?;
+                Ok(decision)
+            }
+
+            async fn report(
+                &self,
+                namespace: &Namespace,
+                id: Uuid,
+                token: &str,
+                report: &Report,
+                actor: &str,
+            ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
+                let mut tx = self.begin_write().await?;
+                let now = now(&mut tx).await?;
+                let Some(operation) = operation_by_id(&mut tx, id, true)
+                    .await?
+                    .filter(|op| &op.namespace == namespace)
+                else {
+                    return Ok(None);
+                };
+                let decision = decide_report(operation, token, report, actor, now);
+                commit(tx, &decision).await?;
+                Ok(Some(decision))
+            }
+
+            async fn append_events(&self, events: &[Event]) -> Result<(), StoreError> {
+                if events.is_empty() {
+                    return Ok(());
+                }
+                let mut tx = self.begin_write().await?;
+                insert_events(&mut tx, events).await?;
+                tx.commit().await.map_err(store_error)
+            }
+
+            async fn operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError> {
+                let mut conn = self.$reader.acquire().await.map_err(store_error)?;
+                operation_by_id(&mut conn, id, false).await
+            }
+
+            async fn list(
+                &self,
+                filter: &OperationFilter,
+                limit: u32,
+            ) -> Result<Vec<Operation>, StoreError> {
+                let rows: Vec<OperationRow> = sqlx::query_as(&list_sql())
+                    .bind(filter.namespace.as_ref().map(|n| n.to_string()))
+                    .bind(filter.status.as_ref().map(to_text))
+                    .bind(filter.tool.as_ref().map(to_text))
+                    .bind(filter.run_id.clone())
+                    .bind(filter.before)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.$reader)
+                    .await
+                    .map_err(store_error)?;
+                rows.into_iter().map(Operation::try_from).collect()
+            }
+
+            async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError> {
+                let rows: Vec<EventRow> =
+                    sqlx::query_as("select operation_id, at, kind, actor, detail from operation_events where operation_id = $1 order by seq")
+                        .bind(id)
+                        .fetch_all(&self.$reader)
+                        .await
+                        .map_err(store_error)?;
+                rows.into_iter().map(Event::try_from).collect()
+            }
+
+            async fn tool(&self, name: &ToolName) -> Result<Option<ToolPolicy>, StoreError> {
+                let row: Option<(Json<ToolPolicy>,)> =
+                    sqlx::query_as("select policy from tools where name = $1")
+                        .bind(to_text(name))
+                        .fetch_optional(&self.$reader)
+                        .await
+                        .map_err(store_error)?;
+                Ok(row.map(|(policy,)| policy.0))
+            }
+
+            async fn put_tool(
+                &self,
+                name: &ToolName,
+                policy: &ToolPolicy,
+            ) -> Result<RegisteredTool, StoreError> {
+                let row: ToolRow = sqlx::query_as(
+                    r#"insert into tools (name, policy, created_at, updated_at) values ($1, $2, $3, $3)
+                       on conflict (name) do update set policy = excluded.policy, updated_at = excluded.updated_at
+                       returning name, policy, created_at, updated_at"#,
+                )
+                .bind(to_text(name))
+                .bind(Json(policy))
+                .bind(Utc::now())
+
+                .fetch_one(&self.$reader)
+                .await
+                .map_err(store_error)?;
+                RegisteredTool::try_from(row)
+            }
+
+            async fn tools(&self) -> Result<Vec<RegisteredTool>, StoreError> {
+                let rows: Vec<ToolRow> =
+                    sqlx::query_as("select name, policy, created_at, updated_at from tools order by name")
+                        .fetch_all(&self.$reader)
+                        .await
+                        .map_err(store_error)?;
+                rows.into_iter().map(RegisteredTool::try_from).collect()
+            }
+        }
+    };
+}
+
+pub(super) use impl_ledger_store;
