@@ -1,6 +1,7 @@
 //! The databases behind the ports of `app`: SQLite (embedded default) and PostgreSQL
 //! (scale-out). Both implement the same traits and pass one conformance suite.
 
+mod identity_sql;
 mod ledger_sql;
 mod operation_rows;
 mod postgres;
