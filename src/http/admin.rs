@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::auth::Person;
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
 use crate::startup::AppState;
 
@@ -23,25 +23,48 @@ pub fn router() -> Router<AppState> {
         .route("/v1/users", get(list_users).post(create_user))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct CreateKeyRequest {
+    #[schema(value_type = Namespace)]
     namespace: String,
     #[serde(default)]
     name: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct CreatedKey {
     /// The key itself: shown in this answer only.
     key: String,
     api_key: ApiKeyInfo,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct KeyList {
     api_keys: Vec<ApiKeyInfo>,
 }
 
+/// Creates an API key of a namespace; the key itself is shown in this answer only.
+#[utoipa::path(
+    post,
+    path = "/v1/keys",
+    tag = "admin",
+    security(("session" = [])),
+    request_body = CreateKeyRequest,
+    responses(
+        (status = 201, body = CreatedKey,
+            description = "The key, shown this once, and its listing"),
+        (status = 400, body = ErrorBody,
+            description = "`malformed_json`, `invalid_request` or `invalid_namespace`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: not signed in, or a bad API key"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: not an admin, or an API key (this is for people)"),
+        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
 async fn create_key(
     State(state): State<AppState>,
@@ -59,12 +82,44 @@ async fn create_key(
     Ok((StatusCode::CREATED, AppJson(created)).into_response())
 }
 
+/// Every API key, revoked ones included, never their secrets.
+#[utoipa::path(
+    get,
+    path = "/v1/keys",
+    tag = "admin",
+    security(("session" = [])),
+    responses(
+        (status = 200, body = KeyList, description = "The API keys"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: not signed in, or a bad API key"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: not an admin, or an API key (this is for people)"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 async fn list_keys(State(state): State<AppState>, person: Person) -> ApiResult<AppJson<KeyList>> {
     person.require(Permission::Administer)?;
     let api_keys = state.identity.list_api_keys().await?;
     Ok(AppJson(KeyList { api_keys }))
 }
 
+/// Revokes an API key: it stops working at once.
+#[utoipa::path(
+    delete,
+    path = "/v1/keys/{id}",
+    tag = "admin",
+    security(("session" = [])),
+    params(("id" = Uuid, Path, description = "The key's `id`")),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: not signed in, or a bad API key"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: not an admin, or an API key (this is for people)"),
+        (status = 404, body = ErrorBody, description = "`not_found`: no such API key"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, key_id = %id))]
 async fn revoke_key(
     State(state): State<AppState>,
@@ -80,23 +135,48 @@ async fn revoke_key(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct CreateUserRequest {
+    #[schema(value_type = Username)]
     username: String,
+    #[schema(value_type = Role)]
     role: String,
     password: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct UserList {
     users: Vec<UserInfo>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct CreatedUser {
     user: UserInfo,
 }
 
+/// Creates a person with a role and a password.
+#[utoipa::path(
+    post,
+    path = "/v1/users",
+    tag = "admin",
+    security(("session" = [])),
+    request_body = CreateUserRequest,
+    responses(
+        (status = 201, body = CreatedUser, description = "The new person"),
+        (status = 400, body = ErrorBody,
+            description = "`malformed_json`, `invalid_request`, `invalid_username`, \
+                `invalid_role` or `weak_password`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: not signed in, or a bad API key"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: not an admin, or an API key (this is for people)"),
+        (status = 409, body = ErrorBody, description = "`username_taken`"),
+        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
 async fn create_user(
     State(state): State<AppState>,
@@ -117,6 +197,21 @@ async fn create_user(
     Ok((StatusCode::CREATED, AppJson(CreatedUser { user })).into_response())
 }
 
+/// Every person, never their password hashes.
+#[utoipa::path(
+    get,
+    path = "/v1/users",
+    tag = "admin",
+    security(("session" = [])),
+    responses(
+        (status = 200, body = UserList, description = "The people"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: not signed in, or a bad API key"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: not an admin, or an API key (this is for people)"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 async fn list_users(State(state): State<AppState>, person: Person) -> ApiResult<AppJson<UserList>> {
     person.require(Permission::Administer)?;
     let users = state.identity.list_users().await?;

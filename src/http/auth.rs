@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
 use crate::startup::AppState;
 
@@ -122,17 +122,37 @@ pub fn router() -> Router<AppState> {
         .route("/auth/me", get(me))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct LoginRequest {
     username: String,
     password: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct UserResponse {
     user: UserInfo,
 }
 
+/// Opens a session: sets the `idem_session` cookie.
+#[utoipa::path(
+    post,
+    path = "/auth/login",
+    tag = "auth",
+    request_body = LoginRequest,
+    responses(
+        (status = 200, body = UserResponse,
+            description = "Signed in; the answer sets the `idem_session` cookie",
+            headers(("set-cookie" = String,
+                description = "`idem_session=…; HttpOnly; SameSite=Strict`"))),
+        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: wrong username or password"),
+        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all)]
 async fn login(
     State(state): State<AppState>,
@@ -145,6 +165,18 @@ async fn login(
     Ok(([(SET_COOKIE, cookie)], AppJson(UserResponse { user })).into_response())
 }
 
+/// Closes the session, if there is one, and clears the cookie.
+#[utoipa::path(
+    post,
+    path = "/auth/logout",
+    tag = "auth",
+    responses(
+        (status = 204,
+            description = "Signed out (also when no session was open); the cookie is cleared",
+            headers(("set-cookie" = String, description = "clears `idem_session`"))),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all)]
 async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     if let Some(token) = SessionCookie::read(&headers) {
@@ -157,14 +189,45 @@ async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<
         .into_response())
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct AgentInfo {
     namespace: Namespace,
     key_id: uuid::Uuid,
     key_name: String,
 }
 
+/// `{"agent": …}`, the answer of `/auth/me` to an API key.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // documentation only: the handler answers with `json!`
+struct AgentBody {
+    agent: AgentInfo,
+}
+
+/// The answer of `/auth/me`: one or the other, depending on the caller.
+#[derive(utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // documentation only
+enum MeBody {
+    Person(UserResponse),
+    Agent(AgentBody),
+}
+
+/// Who is calling.
+///
 /// A person gets `{"user": …}`, an agent `{"agent": {"namespace", "key_id", "key_name"}}`.
+#[utoipa::path(
+    get,
+    path = "/auth/me",
+    tag = "auth",
+    security(("api_key" = []), ("session" = [])),
+    responses(
+        (status = 200, body = MeBody,
+            description = "The person or the agent behind the credentials"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 async fn me(caller: Caller) -> Response {
     match caller {
         Caller::Person(Person(user)) => AppJson(UserResponse { user }).into_response(),

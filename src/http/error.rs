@@ -87,6 +87,27 @@ impl ApiError {
     }
 }
 
+/// The contract's error body, as the OpenAPI document describes it. Answers are built by
+/// [`error_body`]; this type only gives them a schema.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // documentation only: never built
+pub struct ErrorBody {
+    error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // documentation only: never built
+struct ErrorDetail {
+    /// Stable, machine-readable, `snake_case` (`idempotency_key_reused`, `lease_lost`, …).
+    code: String,
+    /// A sentence for the caller.
+    message: String,
+    /// More about this error; `{}` when there is nothing more.
+    #[schema(value_type = Object)]
+    details: Value,
+}
+
 /// The contract's error body.
 pub fn error_body(code: &str, message: &str, details: Value) -> Value {
     json!({ "error": { "code": code, "message": message, "details": details } })

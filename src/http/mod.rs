@@ -5,6 +5,7 @@ pub mod auth;
 pub mod error;
 mod health;
 pub mod json;
+mod openapi;
 mod operations;
 mod tools;
 
@@ -26,6 +27,7 @@ pub fn router(max_body_bytes: usize) -> Router<AppState> {
         .merge(admin::router())
         .merge(operations::router())
         .merge(tools::router())
+        .merge(openapi::router())
         .layer(DefaultBodyLimit::max(max_body_bytes))
 }
 

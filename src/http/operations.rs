@@ -1,7 +1,9 @@
 //! `/v1/operations`: the agent API (claim, complete, unknown) and reads.
 
 use app::domain::{Namespace, OperationStatus, Permission, ToolName};
-use app::ledger::{BeginRequest, Claim, Event, LedgerError, Operation, OperationFilter, Report};
+use app::ledger::{
+    BeginRequest, Claim, Event, Lease, LedgerError, Operation, OperationFilter, Report,
+};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -13,7 +15,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::auth::{AgentCaller, Caller};
-use super::error::{error_body, ApiError, ApiResult};
+use super::error::{error_body, ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
 use crate::startup::AppState;
 
@@ -47,11 +49,17 @@ impl From<LedgerError> for ApiError {
     }
 }
 
-#[derive(Deserialize)]
+/// What an agent is about to do. The key is, first match wins: the `Idempotency-Key` header,
+/// `key`, `business_key`, the tool's `key_fields`, else derived from `run_id` and `step`.
+#[derive(Deserialize, utoipa::ToSchema)]
 struct ClaimBody {
+    #[schema(value_type = ToolName)]
     tool: String,
+    /// Any JSON object, nested at most 64 deep.
+    #[schema(value_type = Object)]
     args: Value,
     #[serde(default)]
+    #[schema(value_type = Option<app::domain::IdempotencyKey>)]
     key: Option<String>,
     #[serde(default)]
     business_key: Option<String>,
@@ -61,7 +69,8 @@ struct ClaimBody {
     step: Option<u64>,
 }
 
-#[derive(Serialize)]
+/// `{"operation": Op}`.
+#[derive(Serialize, utoipa::ToSchema)]
 struct OperationBody<'a> {
     operation: &'a Operation,
 }
@@ -82,6 +91,77 @@ fn actor(agent: &AgentCaller) -> String {
     format!("agent:{}/{}", agent.0.namespace, agent.0.key_name)
 }
 
+/// `{"operation", "lease"}`: the caller must now execute the tool, then report.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // documentation only: `claim_response` answers with `json!`
+struct StartedBody {
+    operation: Operation,
+    lease: Lease,
+}
+
+/// `{"operation", "replayed": true, "note"}`: the stored outcome, and no new action taken.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // documentation only: `claim_response` answers with `json!`
+struct ReplayedBody {
+    operation: Operation,
+    #[schema(example = true)]
+    replayed: bool,
+    /// What happened before, e.g. `already completed at step 4 at <time>; no new action taken`.
+    note: String,
+}
+
+/// Begins an operation (claim), or answers what became of the earlier one with the same key.
+#[utoipa::path(
+    post,
+    path = "/v1/operations",
+    tag = "operations",
+    security(("api_key" = [])),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, nullable = false,
+            min_length = 1, max_length = 255,
+            description = "The key, 1 to 255 printable ASCII characters; wins over the body's \
+                `key`, and must equal it if both are given"),
+        ("Prefer" = Option<String>, Header, nullable = false,
+            description = "`wait=N` (N ≤ 60; more is 60): a claim that finds the operation \
+                `pending` or `awaiting_approval` waits until it settles or N seconds pass, then \
+                answers for the state it ends in, with `Preference-Applied: wait=N`"),
+    ),
+    request_body = ClaimBody,
+    responses(
+        (status = 201, body = StartedBody,
+            description = "Started: a new key, an `approved` operation, a retryable `failed` \
+                one, a lease taken over, or a key past its `expires_at` (a brand-new \
+                operation). The caller must now execute the tool."),
+        (status = 202, body = OperationBody,
+            description = "The operation waits for a person's approval \
+                (`status: awaiting_approval`)"),
+        (status = 200, body = ReplayedBody,
+            description = "Replayed: same key and fingerprint, and a final outcome stored \
+                (`succeeded`, permanent `failed`, `rejected`); no new action taken",
+            headers(("idempotent-replayed" = String, description = "`true`"))),
+        (status = 409, body = ErrorBody,
+            description = "`operation_in_progress` (running under a live lease) or \
+                `operation_outcome_unknown` (do not retry: reconciliation decides); \
+                `details.operation` is the Op",
+            headers(("retry-after" = u64,
+                description = "Seconds until the lease runs out (`operation_in_progress`)"))),
+        (status = 422, body = ErrorBody,
+            description = "`idempotency_key_reused`: same key, different fingerprint; `details` \
+                has `stored_fingerprint`, `requested_fingerprint` and `operation_id`"),
+        (status = 400, body = ErrorBody,
+            description = "Nothing stored: `malformed_json`, `invalid_request`, `invalid_args`, \
+                `json_too_deep`, `invalid_tool_name`, `invalid_idempotency_key`, \
+                `missing_idempotency_key`, `conflicting_idempotency_keys` or `missing_key_field`"),
+        (status = 413, body = ErrorBody,
+            description = "`payload_too_large`: the body is over the limit (default 1 MiB); \
+                nothing stored"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no API key, or an invalid or revoked one"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all, fields(namespace = %agent.namespace()))]
 async fn claim(
     State(state): State<AppState>,
@@ -214,6 +294,23 @@ fn visible_namespace(caller: &Caller) -> ApiResult<Option<&app::domain::Namespac
     }
 }
 
+/// One operation.
+#[utoipa::path(
+    get,
+    path = "/v1/operations/{id}",
+    operation_id = "read_operation",
+    tag = "operations",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    responses(
+        (status = 200, body = OperationBody, description = "The operation"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: no such operation (or not in the agent's namespace)"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 async fn read(
     State(state): State<AppState>,
     caller: Caller,
@@ -229,17 +326,26 @@ async fn read(
     .into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ListParams {
+    #[param(value_type = Option<OperationStatus>)]
     status: Option<String>,
+    #[param(value_type = Option<ToolName>)]
     tool: Option<String>,
     run_id: Option<String>,
+    /// For an agent, another namespace than its own lists as empty.
+    #[param(value_type = Option<Namespace>)]
     namespace: Option<String>,
+    /// 1 to 200, default 50.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 200)]
     limit: Option<String>,
+    /// The `next_cursor` of the previous page; opaque.
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
+/// A page of operations, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
 struct ListBody {
     operations: Vec<Operation>,
     next_cursor: Option<String>,
@@ -296,6 +402,25 @@ fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
     Ok((filter, limit))
 }
 
+/// Operations, newest first (by creation), keyset-paginated.
+#[utoipa::path(
+    get,
+    path = "/v1/operations",
+    operation_id = "list_operations",
+    tag = "operations",
+    security(("api_key" = []), ("session" = [])),
+    params(ListParams),
+    responses(
+        (status = 200, body = ListBody,
+            description = "A page of operations; `next_cursor` is null on the last page"),
+        (status = 400, body = ErrorBody,
+            description = "`invalid_limit`, `invalid_cursor`, `invalid_status`, \
+                `invalid_tool_name` or `invalid_namespace`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -331,11 +456,29 @@ async fn list(
     }))
 }
 
-#[derive(Serialize)]
+/// The audit trail, oldest first.
+#[derive(Serialize, utoipa::ToSchema)]
 struct EventsBody {
     events: Vec<Event>,
 }
 
+/// The audit trail of an operation, oldest first.
+#[utoipa::path(
+    get,
+    path = "/v1/operations/{id}/events",
+    operation_id = "list_events",
+    tag = "operations",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    responses(
+        (status = 200, body = EventsBody, description = "The events"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: no such operation (or not in the agent's namespace)"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 async fn events(
     State(state): State<AppState>,
     caller: Caller,
@@ -348,20 +491,20 @@ async fn events(
     Ok(AppJson(EventsBody { events }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 enum Outcome {
     Succeeded,
     Failed,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct ErrorInfo {
     code: String,
     message: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct CompleteBody {
     lease_token: String,
     outcome: Outcome,
@@ -379,6 +522,32 @@ fn error_value(error: Option<ErrorInfo>) -> Option<Value> {
     error.map(|e| json!({ "code": e.code, "message": e.message }))
 }
 
+/// Reports the outcome of an execution, with the lease token of the claim.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/complete",
+    tag = "operations",
+    security(("api_key" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    request_body = CompleteBody,
+    responses(
+        (status = 200, body = OperationBody,
+            description = "The final operation; repeating the same completion (same token and \
+                outcome) answers 200 again"),
+        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no API key, or an invalid or revoked one"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: no such operation in the agent's namespace"),
+        (status = 409, body = ErrorBody,
+            description = "`operation_already_final` (another report on a final operation) or \
+                `lease_lost` (a wrong or expired token on one that is not final)"),
+        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), operation = %id))]
 async fn complete(
     State(state): State<AppState>,
@@ -409,13 +578,39 @@ async fn complete(
     .into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct UnknownBody {
     lease_token: String,
     #[serde(default)]
     error: Option<ErrorInfo>,
 }
 
+/// Reports that the caller could not tell what happened (a timeout); reconciliation takes over.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/unknown",
+    tag = "operations",
+    security(("api_key" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    request_body = UnknownBody,
+    responses(
+        (status = 200, body = OperationBody,
+            description = "The operation, now `unknown`; repeating the same report with the same \
+                token answers 200 again"),
+        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no API key, or an invalid or revoked one"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: no such operation in the agent's namespace"),
+        (status = 409, body = ErrorBody,
+            description = "`operation_already_final` (another report on a final operation) or \
+                `lease_lost` (a wrong or expired token on one that is not final)"),
+        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), operation = %id))]
 async fn unknown(
     State(state): State<AppState>,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::auth::{Caller, Person};
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
 use crate::startup::AppState;
 
@@ -22,7 +22,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A tool as answered: its policy, flattened, plus what idem can promise for it.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ToolView {
     name: ToolName,
     #[serde(flatten)]
@@ -46,12 +46,14 @@ impl From<RegisteredTool> for ToolView {
     }
 }
 
-#[derive(Serialize)]
+/// `{"tool": …}`.
+#[derive(Serialize, utoipa::ToSchema)]
 struct ToolBody {
     tool: ToolView,
 }
 
-#[derive(Serialize)]
+/// Every registered tool.
+#[derive(Serialize, utoipa::ToSchema)]
 struct ToolsBody {
     tools: Vec<ToolView>,
 }
@@ -64,6 +66,20 @@ fn may_read(caller: &Caller) -> ApiResult<()> {
     }
 }
 
+/// Every registered tool, with the guarantee idem keeps for it.
+#[utoipa::path(
+    get,
+    path = "/v1/tools",
+    operation_id = "list_tools",
+    tag = "tools",
+    security(("api_key" = []), ("session" = [])),
+    responses(
+        (status = 200, body = ToolsBody, description = "The registered tools"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<AppJson<ToolsBody>> {
     may_read(&caller)?;
     let tools = state
@@ -76,6 +92,24 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<AppJso
     Ok(AppJson(ToolsBody { tools }))
 }
 
+/// A tool's policy and guarantee; a tool never registered answers its default policy with
+/// `"registered": false`.
+#[utoipa::path(
+    get,
+    path = "/v1/tools/{name}",
+    operation_id = "read_tool",
+    tag = "tools",
+    security(("api_key" = []), ("session" = [])),
+    params(("name" = ToolName, Path, description = "The tool's name")),
+    responses(
+        (status = 200, body = ToolBody, description = "The tool, registered or not"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: the name is not a valid tool name"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 async fn read(
     State(state): State<AppState>,
     caller: Caller,
@@ -94,6 +128,29 @@ async fn read(
     Ok(AppJson(ToolBody { tool }))
 }
 
+/// Registers a tool, or replaces its policy. Every field may be left out for its default.
+#[utoipa::path(
+    put,
+    path = "/v1/tools/{name}",
+    operation_id = "register_tool",
+    tag = "tools",
+    security(("session" = [])),
+    params(("name" = ToolName, Path, description = "The tool's name")),
+    request_body = ToolPolicy,
+    responses(
+        (status = 200, body = ToolBody, description = "The tool as registered"),
+        (status = 400, body = ErrorBody,
+            description = "`malformed_json`, `invalid_tool_name` or `invalid_tool_policy`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: not signed in, or a bad API key"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: not an admin, or an API key (this is for people)"),
+        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, tool = %name))]
 async fn register(
     State(state): State<AppState>,

@@ -8,6 +8,7 @@ mod cli;
 mod errors;
 mod keys_and_users;
 mod lifecycle;
+mod openapi;
 mod operations;
 mod processes;
 mod ui;

@@ -11,6 +11,7 @@ macro_rules! checked_text {
             Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord,
             ::serde::Serialize, ::serde::Deserialize,
         )]
+        #[cfg_attr(feature = "ssr", derive(::utoipa::ToSchema))]
         #[serde(try_from = "String", into = "String")]
         pub struct $name(String);
 

@@ -103,6 +103,7 @@ checked_text!(
 
 /// Where an operation's key came from (the `key_source` of an Op).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum KeySource {
     /// The `Idempotency-Key` header.

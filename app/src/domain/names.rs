@@ -31,6 +31,7 @@ macro_rules! checked_name {
     ($(#[$doc:meta])* $name:ident, $what:literal, $max:literal, $allowed:literal, $is_allowed:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
         #[serde(try_from = "String", into = "String")]
         pub struct $name(String);
 

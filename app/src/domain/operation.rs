@@ -33,6 +33,7 @@ use std::str::FromStr;
 
 /// Where an operation stands (the `status` of an Op).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OperationStatus {
     /// Waits for a person to approve or reject it.

@@ -10,6 +10,7 @@ use super::{Namespace, Username};
 
 /// The role of a person. Agents have no role: they act through an API key of one namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Reads everything.
@@ -84,6 +85,7 @@ impl fmt::Display for Role {
 
 /// A person as others may see them (never the password hash).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct UserInfo {
     pub id: Uuid,
     pub username: Username,
@@ -93,6 +95,7 @@ pub struct UserInfo {
 
 /// An API key as it is listed: never the secret, only the prefix that identifies it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ApiKeyInfo {
     pub id: Uuid,
     pub namespace: Namespace,

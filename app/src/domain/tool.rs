@@ -7,6 +7,7 @@ use super::paths::is_valid_path;
 
 /// What calling a tool does to the world, which decides what a repeat may do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
     /// Changes nothing; repeating it is harmless.
@@ -46,6 +47,7 @@ impl std::fmt::Display for Effect {
 
 /// Whether calls wait for a person.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalPolicy {
     /// Only irreversible tools wait for approval.
@@ -57,6 +59,7 @@ pub enum ApprovalPolicy {
 
 /// The promise idem can keep for a tool (the `guarantee` of a tool in the API).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Guarantee {
     /// Read-only: any number of calls is fine.
@@ -72,6 +75,7 @@ pub enum Guarantee {
 
 /// Where the ledger itself calls the tool (`POST /v1/tools/{name}/invoke`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ExecutorConfig {
     /// The tool's endpoint; it receives the key as `Idempotency-Key`.
     pub url: String,
@@ -100,6 +104,7 @@ fn default_lease_seconds() -> u32 {
 
 /// A tool's registration. Every field has the default that an unregistered tool gets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ToolPolicy {
     /// What a call does to the world.
     #[serde(default)]

@@ -12,6 +12,7 @@ use crate::domain::{
 
 /// A person's decision on an operation that waited for approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Approval {
     pub decided_by: String,
     pub decided_at: DateTime<Utc>,
@@ -22,6 +23,7 @@ pub struct Approval {
 
 /// The right to execute an operation until `expires_at`, proven by `token`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Lease {
     pub token: String,
     pub expires_at: DateTime<Utc>,
@@ -30,6 +32,7 @@ pub struct Lease {
 /// One intent of an agent and what became of it. Serializes as the contract's `Op`; the
 /// lease token is never part of it (only the claimer learns it, once).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema), schema(as = Op))]
 pub struct Operation {
     pub id: Uuid,
     pub namespace: Namespace,
@@ -38,6 +41,7 @@ pub struct Operation {
     pub tool: ToolName,
     pub effect: Effect,
     pub fingerprint: Fingerprint,
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
     pub args: Value,
     pub run_id: Option<String>,
     pub step: Option<u64>,
@@ -82,6 +86,7 @@ pub struct ClaimRequest {
 /// Kinds of audit events. State changes are written in the same transaction as the change;
 /// the duplicate-prevention kinds change nothing and may be written just after the answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     Claimed,
@@ -135,6 +140,7 @@ impl EventKind {
 
 /// An entry of the audit trail.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Event {
     #[serde(skip)]
     pub operation_id: Uuid,

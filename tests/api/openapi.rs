@@ -1,0 +1,204 @@
+//! `GET /v1/openapi.json`: the contract as OpenAPI 3, generated from the handlers.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+use crate::helpers::{Db, TestApp};
+
+/// Every REST route the server has, as the `router()` of each module in `src/http` declares
+/// it. A new route must be added here, and then to the document, or this test fails.
+const ROUTES: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("post", "/auth/login"),
+    ("post", "/auth/logout"),
+    ("get", "/auth/me"),
+    ("get", "/v1/keys"),
+    ("post", "/v1/keys"),
+    ("delete", "/v1/keys/{id}"),
+    ("get", "/v1/users"),
+    ("post", "/v1/users"),
+    ("post", "/v1/operations"),
+    ("get", "/v1/operations"),
+    ("get", "/v1/operations/{id}"),
+    ("get", "/v1/operations/{id}/events"),
+    ("post", "/v1/operations/{id}/complete"),
+    ("post", "/v1/operations/{id}/unknown"),
+    ("get", "/v1/tools"),
+    ("get", "/v1/tools/{name}"),
+    ("put", "/v1/tools/{name}"),
+    ("get", "/v1/openapi.json"),
+];
+
+const METHODS: [&str; 5] = ["get", "post", "put", "delete", "patch"];
+
+async fn document(app: &TestApp) -> Value {
+    let response = app.anonymous().get("/v1/openapi.json").await;
+    assert_eq!(response.status(), 200, "the document is public");
+    response.json().await.expect("the document is JSON")
+}
+
+#[tokio::test]
+async fn the_document_is_openapi_3_and_lists_every_route_with_its_methods() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let doc = document(&app).await;
+
+    let version = doc["openapi"].as_str().unwrap_or_default();
+    assert!(version.starts_with("3."), "openapi: {version:?}");
+    let paths = doc["paths"].as_object().expect("paths");
+    let expected: BTreeSet<&str> = ROUTES.iter().map(|(_, path)| *path).collect();
+    let documented: BTreeSet<&str> = paths.keys().map(String::as_str).collect();
+    assert_eq!(documented, expected, "documented paths");
+    for path in expected {
+        let served: BTreeSet<&str> = ROUTES
+            .iter()
+            .filter(|(_, p)| *p == path)
+            .map(|(method, _)| *method)
+            .collect();
+        let listed: BTreeSet<&str> = METHODS
+            .into_iter()
+            .filter(|method| paths[path].get(*method).is_some())
+            .collect();
+        assert_eq!(listed, served, "methods of {path}");
+    }
+    let ids: BTreeSet<&str> = ROUTES
+        .iter()
+        .filter_map(|(method, path)| paths[*path][*method]["operationId"].as_str())
+        .collect();
+    assert_eq!(ids.len(), ROUTES.len(), "operationIds are unique: {ids:?}");
+}
+
+/// Keeps `ROUTES` true to the router: each listed method is served, the others are 405.
+#[tokio::test]
+async fn the_routes_listed_here_are_the_ones_the_server_serves() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let client = app.anonymous();
+    let paths: BTreeSet<&str> = ROUTES.iter().map(|(_, path)| *path).collect();
+    for path in paths {
+        let url = client.url(
+            &path
+                .replace("{id}", &uuid::Uuid::new_v4().to_string())
+                .replace("{name}", "refund"),
+        );
+        for method in METHODS {
+            let request = client
+                .http
+                .request(method.to_uppercase().parse().unwrap(), &url);
+            let status = request.send().await.unwrap().status().as_u16();
+            if ROUTES.contains(&(method, path)) {
+                // Without credentials a served route answers 401, or its own answer; never
+                // the fallback's 404 or the router's 405.
+                assert!(
+                    ![404, 405].contains(&status),
+                    "{method} {path} is not served: {status}"
+                );
+            } else {
+                assert_eq!(status, 405, "{method} {path} is served but not listed");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_claim_documents_every_status_of_the_contract() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let doc = document(&app).await;
+
+    let claim = &doc["paths"]["/v1/operations"]["post"];
+    let responses = claim["responses"].as_object().expect("responses");
+    for status in ["201", "202", "200", "409", "422", "400", "413"] {
+        let response = responses
+            .get(status)
+            .unwrap_or_else(|| panic!("POST /v1/operations documents no {status}"));
+        assert!(
+            response["description"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty()),
+            "{status} has no description"
+        );
+        assert!(
+            response["content"]["application/json"]["schema"].is_object(),
+            "{status} has no body"
+        );
+    }
+    assert_eq!(
+        responses["409"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/ErrorBody"
+    );
+    assert_eq!(claim["security"], serde_json::json!([{ "api_key": [] }]));
+}
+
+#[tokio::test]
+async fn the_op_schema_has_the_fields_of_the_contract_and_no_lease() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let doc = document(&app).await;
+    let schemas = &doc["components"]["schemas"];
+
+    let op = schemas["Op"]["properties"]
+        .as_object()
+        .expect("an Op schema");
+    let fields: BTreeSet<&str> = op.keys().map(String::as_str).collect();
+    let contract: BTreeSet<&str> = [
+        "id",
+        "namespace",
+        "key",
+        "key_source",
+        "tool",
+        "effect",
+        "fingerprint",
+        "args",
+        "run_id",
+        "step",
+        "status",
+        "attempt",
+        "result",
+        "error",
+        "retryable",
+        "provider_ref",
+        "created_at",
+        "updated_at",
+        "completed_at",
+        "expires_at",
+        "approval",
+    ]
+    .into();
+    assert_eq!(fields, contract);
+
+    for newtype in [
+        "Namespace",
+        "IdempotencyKey",
+        "ToolName",
+        "Fingerprint",
+        "Username",
+    ] {
+        assert_eq!(schemas[newtype]["type"], "string", "{newtype}");
+    }
+    let error = &schemas["ErrorBody"]["properties"]["error"];
+    assert_eq!(error["$ref"], "#/components/schemas/ErrorDetail");
+    let detail = schemas["ErrorDetail"]["properties"].as_object().unwrap();
+    let detail: BTreeSet<&str> = detail.keys().map(String::as_str).collect();
+    assert_eq!(detail, ["code", "details", "message"].into());
+}
+
+#[tokio::test]
+async fn agents_use_a_bearer_key_and_people_the_session_cookie() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let doc = document(&app).await;
+
+    let schemes = &doc["components"]["securitySchemes"];
+    assert_eq!(schemes["api_key"]["type"], "http");
+    assert_eq!(schemes["api_key"]["scheme"], "bearer");
+    assert_eq!(schemes["session"]["type"], "apiKey");
+    assert_eq!(schemes["session"]["in"], "cookie");
+    assert_eq!(schemes["session"]["name"], "idem_session");
+    let security = |method: &str, path: &str| doc["paths"][path][method]["security"].clone();
+    assert_eq!(
+        security("put", "/v1/tools/{name}"),
+        serde_json::json!([{ "session": [] }])
+    );
+    assert_eq!(
+        security("get", "/v1/operations/{id}"),
+        serde_json::json!([{ "api_key": [] }, { "session": [] }])
+    );
+    assert!(security("get", "/healthz").is_null());
+}
