@@ -1,0 +1,72 @@
+//! `/v1/operations`: the agent API (claim, complete, unknown) and reads, one module each.
+
+mod claim;
+mod reads;
+mod reports;
+
+use app::domain::{Namespace, Permission};
+use app::ledger::{LedgerError, Operation};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::auth::{AgentCaller, Caller};
+use super::error::{ApiError, ApiResult};
+use crate::startup::AppState;
+
+pub(super) use claim::{__path_claim, claim};
+pub(super) use reads::{__path_events, __path_list, __path_read, events, list, read};
+pub(super) use reports::{__path_complete, __path_unknown, complete, unknown};
+
+/// The operation routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/operations", post(claim).get(list))
+        .route("/v1/operations/{id}", get(read))
+        .route("/v1/operations/{id}/events", get(events))
+        .route("/v1/operations/{id}/complete", post(complete))
+        .route("/v1/operations/{id}/unknown", post(unknown))
+}
+
+impl From<LedgerError> for ApiError {
+    fn from(error: LedgerError) -> Self {
+        match error {
+            LedgerError::Invalid { code, message } => ApiError::bad_request(code, message),
+            LedgerError::NotFound => ApiError::NotFound("no such operation"),
+            LedgerError::Refused(refused) => {
+                let code = match refused {
+                    app::ledger::ReportRefused::AlreadyFinal { .. } => "operation_already_final",
+                    app::ledger::ReportRefused::LeaseLost => "lease_lost",
+                };
+                ApiError::Conflict {
+                    code,
+                    message: refused.to_string(),
+                }
+            }
+            LedgerError::Store(inner) => inner.into(),
+        }
+    }
+}
+
+/// `{"operation": Op}`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(super) struct OperationBody<'a> {
+    pub(super) operation: &'a Operation,
+}
+
+pub(super) fn actor(agent: &AgentCaller) -> String {
+    format!("agent:{}/{}", agent.0.namespace, agent.0.key_name)
+}
+
+pub(super) fn operation_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::NotFound("no such operation"))
+}
+
+/// Agents see their own namespace; people with read permission see all.
+pub(super) fn visible_namespace(caller: &Caller) -> ApiResult<Option<&Namespace>> {
+    match caller {
+        Caller::Agent(agent) => Ok(Some(agent.namespace())),
+        Caller::Person(person) => person.require(Permission::Read).map(|()| None),
+    }
+}

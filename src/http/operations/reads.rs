@@ -1,0 +1,211 @@
+//! Reading operations: one, a filtered page, and the audit trail.
+
+use app::domain::{Namespace, OperationStatus, ToolName};
+use app::ledger::{Event, Operation, OperationFilter};
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{operation_id, visible_namespace, OperationBody};
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::json::AppJson;
+use crate::startup::AppState;
+
+/// One operation.
+#[utoipa::path(
+    get,
+    path = "/v1/operations/{id}",
+    operation_id = "read_operation",
+    tag = "operations",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    responses(
+        (status = 200, body = OperationBody, description = "The operation"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: no such operation (or not in the agent's namespace)"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+pub(crate) async fn read(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let operation = state
+        .ledger
+        .operation(visible_namespace(&caller)?, operation_id(&id)?)
+        .await?;
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListParams {
+    #[param(value_type = Option<OperationStatus>)]
+    status: Option<String>,
+    #[param(value_type = Option<ToolName>)]
+    tool: Option<String>,
+    run_id: Option<String>,
+    /// For an agent, another namespace than its own lists as empty.
+    #[param(value_type = Option<Namespace>)]
+    namespace: Option<String>,
+    /// 1 to 200, default 50.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 200)]
+    limit: Option<String>,
+    /// The `next_cursor` of the previous page; opaque.
+    cursor: Option<String>,
+}
+
+/// A page of operations, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct ListBody {
+    operations: Vec<Operation>,
+    next_cursor: Option<String>,
+}
+
+/// Cursors are opaque to clients; the prefix lets the format change without breaking links.
+const CURSOR_PREFIX: &str = "c1_";
+
+fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
+    let invalid = |code: &'static str, message: &str| ApiError::bad_request(code, message);
+    let limit = match params.limit.as_deref() {
+        None => 50,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=200).contains(n))
+            .ok_or_else(|| {
+                invalid(
+                    "invalid_limit",
+                    "limit must be a whole number from 1 to 200",
+                )
+            })?,
+    };
+    let before = match params.cursor.as_deref() {
+        None | Some("") => None,
+        Some(cursor) => Some(
+            cursor
+                .strip_prefix(CURSOR_PREFIX)
+                .and_then(|id| Uuid::try_parse(id).ok())
+                .ok_or_else(|| {
+                    invalid("invalid_cursor", "cursor is not one this server gave out")
+                })?,
+        ),
+    };
+    let filter = OperationFilter {
+        namespace: params
+            .namespace
+            .map(Namespace::try_from)
+            .transpose()
+            .map_err(|e| invalid("invalid_namespace", &e.to_string()))?,
+        status: params
+            .status
+            .map(|s| s.parse::<OperationStatus>())
+            .transpose()
+            .map_err(|e| invalid("invalid_status", &e.to_string()))?,
+        tool: params
+            .tool
+            .map(ToolName::try_from)
+            .transpose()
+            .map_err(|e| invalid(e.code(), &e.to_string()))?,
+        run_id: params.run_id,
+        before,
+    };
+    Ok((filter, limit))
+}
+
+/// Operations, newest first (by creation), keyset-paginated.
+#[utoipa::path(
+    get,
+    path = "/v1/operations",
+    operation_id = "list_operations",
+    tag = "operations",
+    security(("api_key" = []), ("session" = [])),
+    params(ListParams),
+    responses(
+        (status = 200, body = ListBody,
+            description = "A page of operations; `next_cursor` is null on the last page"),
+        (status = 400, body = ErrorBody,
+            description = "`invalid_limit`, `invalid_cursor`, `invalid_status`, \
+                `invalid_tool_name` or `invalid_namespace`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ListParams>,
+) -> ApiResult<AppJson<ListBody>> {
+    let (mut filter, limit) = parse_list(params)?;
+    if let Caller::Agent(agent) = &caller {
+        if filter
+            .namespace
+            .as_ref()
+            .is_some_and(|asked| asked != agent.namespace())
+        {
+            // Another namespace lists as empty, exactly like one with no operations.
+            return Ok(AppJson(ListBody {
+                operations: Vec::new(),
+                next_cursor: None,
+            }));
+        }
+        filter.namespace = Some(agent.namespace().clone());
+    }
+    visible_namespace(&caller)?;
+    let (operations, more) = state.ledger.list(&filter, limit).await?;
+    let next_cursor = more
+        .then(|| {
+            operations
+                .last()
+                .map(|op| format!("{CURSOR_PREFIX}{}", op.id.simple()))
+        })
+        .flatten();
+    Ok(AppJson(ListBody {
+        operations,
+        next_cursor,
+    }))
+}
+
+/// The audit trail, oldest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct EventsBody {
+    events: Vec<Event>,
+}
+
+/// The audit trail of an operation, oldest first.
+#[utoipa::path(
+    get,
+    path = "/v1/operations/{id}/events",
+    operation_id = "list_events",
+    tag = "operations",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    responses(
+        (status = 200, body = EventsBody, description = "The events"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: no such operation (or not in the agent's namespace)"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+pub(crate) async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<AppJson<EventsBody>> {
+    let events = state
+        .ledger
+        .events(visible_namespace(&caller)?, operation_id(&id)?)
+        .await?;
+    Ok(AppJson(EventsBody { events }))
+}

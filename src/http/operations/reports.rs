@@ -1,0 +1,159 @@
+//! A lease holder's reports: `complete` and `unknown`.
+
+use app::ledger::Report;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{actor, operation_id, OperationBody};
+use crate::http::auth::AgentCaller;
+use crate::http::error::{ApiResult, ErrorBody};
+use crate::http::json::AppJson;
+use crate::startup::AppState;
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Outcome {
+    Succeeded,
+    Failed,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct ErrorInfo {
+    code: String,
+    message: String,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct CompleteBody {
+    lease_token: String,
+    outcome: Outcome,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<ErrorInfo>,
+    #[serde(default)]
+    retryable: bool,
+    #[serde(default)]
+    provider_ref: Option<String>,
+}
+
+fn error_value(error: Option<ErrorInfo>) -> Option<Value> {
+    error.map(|e| json!({ "code": e.code, "message": e.message }))
+}
+
+/// Reports the outcome of an execution, with the lease token of the claim.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/complete",
+    tag = "operations",
+    security(("api_key" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    request_body = CompleteBody,
+    responses(
+        (status = 200, body = OperationBody,
+            description = "The final operation; repeating the same completion (same token and \
+                outcome) answers 200 again"),
+        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no API key, or an invalid or revoked one"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: no such operation in the agent's namespace"),
+        (status = 409, body = ErrorBody,
+            description = "`operation_already_final` (another report on a final operation) or \
+                `lease_lost` (a wrong or expired token on one that is not final)"),
+        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+#[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), operation = %id))]
+pub(crate) async fn complete(
+    State(state): State<AppState>,
+    agent: AgentCaller,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<CompleteBody>,
+) -> ApiResult<Response> {
+    let report = Report::Completed {
+        succeeded: matches!(body.outcome, Outcome::Succeeded),
+        result: body.result,
+        error: error_value(body.error),
+        retryable: body.retryable,
+        provider_ref: body.provider_ref,
+    };
+    let operation = state
+        .ledger
+        .report(
+            agent.namespace(),
+            operation_id(&id)?,
+            &body.lease_token,
+            report,
+            &actor(&agent),
+        )
+        .await?;
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct UnknownBody {
+    lease_token: String,
+    #[serde(default)]
+    error: Option<ErrorInfo>,
+}
+
+/// Reports that the caller could not tell what happened (a timeout); reconciliation takes over.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/unknown",
+    tag = "operations",
+    security(("api_key" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    request_body = UnknownBody,
+    responses(
+        (status = 200, body = OperationBody,
+            description = "The operation, now `unknown`; repeating the same report with the same \
+                token answers 200 again"),
+        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no API key, or an invalid or revoked one"),
+        (status = 404, body = ErrorBody,
+            description = "`not_found`: no such operation in the agent's namespace"),
+        (status = 409, body = ErrorBody,
+            description = "`operation_already_final` (another report on a final operation) or \
+                `lease_lost` (a wrong or expired token on one that is not final)"),
+        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+#[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), operation = %id))]
+pub(crate) async fn unknown(
+    State(state): State<AppState>,
+    agent: AgentCaller,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<UnknownBody>,
+) -> ApiResult<Response> {
+    let report = Report::Unknown {
+        error: error_value(body.error),
+    };
+    let operation = state
+        .ledger
+        .report(
+            agent.namespace(),
+            operation_id(&id)?,
+            &body.lease_token,
+            report,
+            &actor(&agent),
+        )
+        .await?;
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
+}
