@@ -20,6 +20,8 @@ on_both_databases!(
     the_events_tell_what_happened,
     people_read_every_namespace_and_agents_only_their_own,
     many_concurrent_claims_of_one_key_start_exactly_one_operation,
+    an_irreversible_tool_waits_for_approval_with_202,
+    a_claim_over_the_body_limit_is_413_and_stores_nothing,
 );
 
 fn refund(order: &str) -> Value {
@@ -481,6 +483,61 @@ async fn many_concurrent_claims_of_one_key_start_exactly_one_operation(db: Db) {
     let in_progress = statuses.iter().filter(|s| **s == 409).count();
     assert_eq!(started, 1, "{statuses:?}");
     assert_eq!(in_progress, 199, "{statuses:?}");
+}
+
+async fn an_irreversible_tool_waits_for_approval_with_202(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let admin = app.person(Role::Admin).await;
+    let policy = json!({ "effect": "irreversible" });
+    let registered = admin
+        .http
+        .put(admin.url("/v1/tools/wire_transfer"))
+        .json(&policy)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(registered.status(), 200);
+    let agent = app.agent("treasury").await;
+    let body =
+        json!({ "tool": "wire_transfer", "key": "wire-1", "args": { "amount_cents": 1_000_000 } });
+
+    let first = agent.claim(&body).await;
+    assert_eq!(first.status(), 202);
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(first["operation"]["status"], "awaiting_approval");
+    assert_eq!(first["operation"]["attempt"], 0);
+    assert!(
+        first.get("lease").is_none(),
+        "nobody may execute before approval"
+    );
+
+    let again = agent.claim(&body).await;
+    assert_eq!(again.status(), 202);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["operation"]["id"], first["operation"]["id"]);
+    let id = first["operation"]["id"].as_str().unwrap();
+    let events: Value = agent.events(id).await.json().await.unwrap();
+    let kinds: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["approval_requested", "blocked_awaiting_approval"]);
+}
+
+async fn a_claim_over_the_body_limit_is_413_and_stores_nothing(db: Db) {
+    let app = TestApp::spawn_with(db, |config| config.max_body_bytes = 4096).await;
+    let agent = app.agent("support-bot").await;
+    let big = json!({ "tool": "refund", "key": "big", "args": { "blob": "x".repeat(5000) } });
+    assert_error(agent.claim(&big).await, 413, "payload_too_large").await;
+    let (_, _, started) = agent
+        .start(&json!({ "tool": "refund", "key": "big", "args": {} }))
+        .await;
+    assert_eq!(
+        started["operation"]["attempt"], 1,
+        "the refused claim stored nothing"
+    );
 }
 
 mod waiting {

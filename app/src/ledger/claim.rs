@@ -300,3 +300,213 @@ fn seconds_until(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> u64 {
     let millis = at.map_or(0, |at| (at - now).num_milliseconds());
     u64::try_from(millis).unwrap_or(0).div_ceil(1000).max(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{IdempotencyKey, KeySource, Namespace, ToolName, ToolPolicy};
+    use crate::ledger::Approval;
+
+    fn request() -> ClaimRequest {
+        let tool = ToolName::try_from("refund").unwrap();
+        let args = json!({ "order_id": "1" });
+        ClaimRequest {
+            namespace: Namespace::try_from("billing").unwrap(),
+            key: IdempotencyKey::try_from("k").unwrap(),
+            key_source: KeySource::Body,
+            fingerprint: Fingerprint::compute(&tool, &args, &[]),
+            tool,
+            policy: ToolPolicy::default_for_unregistered(),
+            args,
+            run_id: None,
+            step: Some(4),
+        }
+    }
+
+    fn fresh() -> Fresh {
+        Fresh {
+            operation_id: Uuid::now_v7(),
+            lease_token: "new-token".into(),
+        }
+    }
+
+    fn existing(status: OperationStatus, now: DateTime<Utc>) -> Operation {
+        let started = decide_claim(None, &request(), "a", fresh(), now - Duration::seconds(10));
+        let Claim::Started { mut operation, .. } = started.outcome else {
+            panic!("a new key starts");
+        };
+        operation.status = status;
+        operation
+    }
+
+    /// What each stored status answers to a claim with the same fingerprint, inside the TTL
+    /// and (for `pending`) inside the lease.
+    #[test]
+    fn every_status_answers_as_the_claim_table_says() {
+        let now = Utc::now();
+        let cases: [(OperationStatus, bool, &str, usize, Option<EventKind>); 8] = [
+            (
+                OperationStatus::Succeeded,
+                false,
+                "replayed",
+                0,
+                Some(EventKind::Replayed),
+            ),
+            (
+                OperationStatus::Rejected,
+                false,
+                "replayed",
+                0,
+                Some(EventKind::Replayed),
+            ),
+            (
+                OperationStatus::Failed,
+                false,
+                "replayed",
+                0,
+                Some(EventKind::Replayed),
+            ),
+            (
+                OperationStatus::Failed,
+                true,
+                "started",
+                1,
+                Some(EventKind::Claimed),
+            ),
+            (
+                OperationStatus::Approved,
+                false,
+                "started",
+                1,
+                Some(EventKind::Claimed),
+            ),
+            (
+                OperationStatus::Pending,
+                false,
+                "in_progress",
+                0,
+                Some(EventKind::InFlightRejected),
+            ),
+            (
+                OperationStatus::Unknown,
+                false,
+                "unknown",
+                0,
+                Some(EventKind::BlockedUnknown),
+            ),
+            (
+                OperationStatus::AwaitingApproval,
+                false,
+                "awaiting",
+                0,
+                Some(EventKind::BlockedAwaitingApproval),
+            ),
+        ];
+        for (status, retryable, expected, writes, event) in cases {
+            let mut stored = existing(status, now);
+            stored.retryable = retryable;
+            let decision = decide_claim(Some(stored.clone()), &request(), "a", fresh(), now);
+            let answer = match &decision.outcome {
+                Claim::Replayed { .. } => "replayed",
+                Claim::Started { operation, lease } => {
+                    assert_eq!(operation.attempt, stored.attempt + 1, "{status:?}");
+                    assert_eq!(lease.token, "new-token");
+                    "started"
+                }
+                Claim::InProgress { .. } => "in_progress",
+                Claim::OutcomeUnknown { .. } => "unknown",
+                Claim::AwaitingApproval { .. } => "awaiting",
+                Claim::KeyReused { .. } => "reused",
+            };
+            assert_eq!(answer, expected, "{status:?} retryable={retryable}");
+            assert_eq!(decision.writes.len(), writes, "{status:?}");
+            assert_eq!(decision.events.first().map(|e| e.kind), event, "{status:?}");
+        }
+    }
+
+    #[test]
+    fn other_arguments_are_refused_whatever_the_status() {
+        let now = Utc::now();
+        for status in OperationStatus::ALL {
+            let mut stored = existing(status, now);
+            stored.fingerprint = Fingerprint::compute(&request().tool, &json!({ "other": 1 }), &[]);
+            let decision = decide_claim(Some(stored), &request(), "a", fresh(), now);
+            assert!(
+                matches!(decision.outcome, Claim::KeyReused { .. }),
+                "{status:?}"
+            );
+            assert!(decision.writes.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_rejection_is_replayed_with_who_said_no_and_why() {
+        let now = Utc::now();
+        let mut stored = existing(OperationStatus::Rejected, now);
+        stored.approval = Some(Approval {
+            decided_by: "ada".into(),
+            decided_at: now,
+            decision: "rejected".into(),
+            reason: Some("amount too high".into()),
+        });
+        let Claim::Replayed { note, .. } =
+            decide_claim(Some(stored), &request(), "a", fresh(), now).outcome
+        else {
+            panic!("a rejection is replayed");
+        };
+        assert!(
+            note.starts_with("rejected by ada at ") && note.contains("amount too high"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn lease_expiry_makes_unknown_or_hands_over_by_effect() {
+        let now = Utc::now();
+        let mut stored = existing(OperationStatus::Pending, now);
+        stored.lease.as_mut().unwrap().expires_at = now - Duration::seconds(1);
+        let decision = decide_claim(Some(stored.clone()), &request(), "a", fresh(), now);
+        assert!(
+            matches!(decision.outcome, Claim::OutcomeUnknown { ref operation, .. } if operation.status == OperationStatus::Unknown)
+        );
+        assert_eq!(decision.events[0].kind, EventKind::LeaseExpired);
+
+        stored.effect = crate::domain::Effect::IdempotentWrite;
+        let decision = decide_claim(Some(stored), &request(), "a", fresh(), now);
+        assert!(
+            matches!(decision.outcome, Claim::Started { ref operation, .. } if operation.attempt == 2)
+        );
+        assert_eq!(decision.events[0].kind, EventKind::LeaseTakenOver);
+    }
+
+    #[test]
+    fn the_ttl_ends_settled_operations_only() {
+        let now = Utc::now();
+        for status in OperationStatus::ALL {
+            let mut stored = existing(status, now);
+            stored.expires_at = now - Duration::seconds(1);
+            let settled = !matches!(status, OperationStatus::Pending | OperationStatus::Unknown);
+            assert_eq!(ttl_has_ended(&stored, now), settled, "{status:?}");
+            if settled {
+                let decision = decide_claim(Some(stored.clone()), &request(), "a", fresh(), now);
+                assert!(matches!(decision.writes[0], Write::Retire { id, .. } if id == stored.id));
+                assert!(
+                    matches!(decision.outcome, Claim::Started { ref operation, .. } if operation.id != stored.id)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_tool_that_needs_approval_starts_waiting_with_no_attempt_yet() {
+        let mut waiting = request();
+        waiting.policy.effect = crate::domain::Effect::Irreversible;
+        let decision = decide_claim(None, &waiting, "a", fresh(), Utc::now());
+        let Claim::AwaitingApproval { operation } = decision.outcome else {
+            panic!("irreversible tools wait");
+        };
+        assert_eq!(operation.attempt, 0);
+        assert!(operation.lease.is_none());
+        assert_eq!(decision.events[0].kind, EventKind::ApprovalRequested);
+    }
+}
