@@ -41,6 +41,8 @@ or `500 internal_error` in that shape, and every answer carries `x-request-id`."
         operations::events,
         operations::complete,
         operations::unknown,
+        operations::approve,
+        operations::reject,
         tools::list,
         tools::read,
         tools::register,

@@ -206,6 +206,22 @@ macro_rules! impl_ledger_store {
                 Ok(Some(decision))
             }
 
+            async fn decide(
+                &self,
+                id: Uuid,
+                verdict: &Verdict,
+                username: &str,
+            ) -> Result<Option<Decision<Result<Operation, VerdictRefused>>>, StoreError> {
+                let mut tx = self.begin_write().await?;
+                let now = now(&mut tx).await?;
+                let Some(operation) = operation_by_id(&mut tx, id, true).await? else {
+                    return Ok(None);
+                };
+                let decision = decide_verdict(operation, verdict, username, now);
+                commit(tx, &decision).await?;
+                Ok(Some(decision))
+            }
+
             async fn append_events(&self, events: &[Event]) -> Result<(), StoreError> {
                 if events.is_empty() {
                     return Ok(());

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod approvals;
 mod auth;
 mod cli;
 mod errors;

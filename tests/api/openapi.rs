@@ -24,6 +24,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/operations/{id}/events"),
     ("post", "/v1/operations/{id}/complete"),
     ("post", "/v1/operations/{id}/unknown"),
+    ("post", "/v1/operations/{id}/approve"),
+    ("post", "/v1/operations/{id}/reject"),
     ("get", "/v1/tools"),
     ("get", "/v1/tools/{name}"),
     ("put", "/v1/tools/{name}"),

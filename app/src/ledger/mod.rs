@@ -7,6 +7,7 @@ mod model;
 mod notes;
 mod service;
 mod store;
+mod verdict;
 mod write;
 
 pub use claim::{decide_claim, ttl_has_ended, Claim, Fresh};
@@ -14,4 +15,5 @@ pub use complete::{decide_report, Report, ReportRefused};
 pub use model::{Approval, ClaimRequest, Event, EventKind, Lease, Operation};
 pub use service::{BeginRequest, Ledger, LedgerError};
 pub use store::{LedgerStore, OperationFilter, RegisteredTool};
+pub use verdict::{decide_verdict, Verdict, VerdictRefused};
 pub use write::{Decision, Write};

@@ -10,6 +10,7 @@ use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation};
 use super::store::{LedgerStore, OperationFilter, RegisteredTool};
+use super::verdict::{Verdict, VerdictRefused};
 use crate::domain::{
     self, Fingerprint, KeyChoice, Namespace, OperationStatus, ToolName, ToolPolicy,
 };
@@ -40,6 +41,9 @@ pub enum LedgerError {
     /// 409: a report that does not fit the operation's state.
     #[error(transparent)]
     Refused(#[from] ReportRefused),
+    /// 409: a verdict on an operation that does not wait for one.
+    #[error(transparent)]
+    VerdictRefused(#[from] VerdictRefused),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -233,6 +237,22 @@ impl Ledger {
             Some(namespace) if &operation.namespace != namespace => Err(LedgerError::NotFound),
             _ => Ok(operation),
         }
+    }
+
+    /// Records a person's verdict on an operation waiting for approval.
+    #[tracing::instrument(skip_all, fields(operation = %id, approver = %username))]
+    pub async fn decide(
+        &self,
+        id: Uuid,
+        verdict: Verdict,
+        username: &str,
+    ) -> Result<Operation, LedgerError> {
+        let decision = self
+            .store
+            .decide(id, &verdict, username)
+            .await?
+            .ok_or(LedgerError::NotFound)?;
+        Ok(decision.outcome?)
     }
 
     /// Registers or replaces a tool after checking its policy.

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation};
+use super::verdict::{Verdict, VerdictRefused};
 use super::write::Decision;
 use crate::domain::{Namespace, OperationStatus, ToolName, ToolPolicy};
 use crate::store_error::StoreError;
@@ -35,6 +36,15 @@ pub trait LedgerStore: Send + Sync {
         report: &Report,
         actor: &str,
     ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError>;
+
+    /// Applies a person's verdict with `decide_verdict`, atomically. `None` when there is no
+    /// such operation.
+    async fn decide(
+        &self,
+        id: Uuid,
+        verdict: &Verdict,
+        username: &str,
+    ) -> Result<Option<Decision<Result<Operation, VerdictRefused>>>, StoreError>;
 
     /// Appends events that change no state (replays, rejected duplicates).
     async fn append_events(&self, events: &[Event]) -> Result<(), StoreError>;

@@ -1,5 +1,6 @@
 //! `/v1/operations`: the agent API (claim, complete, unknown) and reads, one module each.
 
+mod approvals;
 mod claim;
 mod reads;
 mod reports;
@@ -15,6 +16,7 @@ use super::auth::{AgentCaller, Caller};
 use super::error::{ApiError, ApiResult};
 use crate::startup::AppState;
 
+pub(super) use approvals::{__path_approve, __path_reject, approve, reject};
 pub(super) use claim::{__path_claim, claim};
 pub(super) use reads::{__path_events, __path_list, __path_read, events, list, read};
 pub(super) use reports::{__path_complete, __path_unknown, complete, unknown};
@@ -27,6 +29,8 @@ pub fn router() -> Router<AppState> {
         .route("/v1/operations/{id}/events", get(events))
         .route("/v1/operations/{id}/complete", post(complete))
         .route("/v1/operations/{id}/unknown", post(unknown))
+        .route("/v1/operations/{id}/approve", post(approve))
+        .route("/v1/operations/{id}/reject", post(reject))
 }
 
 impl From<LedgerError> for ApiError {
@@ -44,6 +48,10 @@ impl From<LedgerError> for ApiError {
                     message: refused.to_string(),
                 }
             }
+            LedgerError::VerdictRefused(refused) => ApiError::Conflict {
+                code: "operation_not_awaiting_approval",
+                message: refused.to_string(),
+            },
             LedgerError::Store(inner) => inner.into(),
         }
     }

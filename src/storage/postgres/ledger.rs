@@ -5,8 +5,9 @@
 
 use app::domain::{Namespace, ToolName, ToolPolicy};
 use app::ledger::{
-    decide_claim, decide_report, Claim, ClaimRequest, Decision, Event, Fresh, LedgerStore,
-    Operation, OperationFilter, RegisteredTool, Report, ReportRefused, Write,
+    decide_claim, decide_report, decide_verdict, Claim, ClaimRequest, Decision, Event, Fresh,
+    LedgerStore, Operation, OperationFilter, RegisteredTool, Report, ReportRefused, Verdict,
+    VerdictRefused, Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};

@@ -1,0 +1,212 @@
+//! Irreversible actions wait for a person: approve once, or reject with a reason the agent
+//! is told.
+
+use app::domain::Role;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, Client, Db, TestApp};
+use crate::on_both_databases;
+
+on_both_databases!(
+    an_approval_lets_exactly_one_claim_execute,
+    a_rejection_is_final_and_replayed_with_who_and_why,
+    only_approvers_and_admins_decide,
+    a_verdict_needs_an_operation_that_waits,
+);
+
+impl Client {
+    pub async fn approve(&self, id: &str, body: &Value) -> reqwest::Response {
+        self.post_json(&format!("/v1/operations/{id}/approve"), body)
+            .await
+    }
+
+    pub async fn reject(&self, id: &str, body: &Value) -> reqwest::Response {
+        self.post_json(&format!("/v1/operations/{id}/reject"), body)
+            .await
+    }
+}
+
+fn wire(amount: u64) -> Value {
+    json!({ "tool": "wire_transfer", "key": "wire-1", "args": { "amount_cents": amount, "to": "DE89" } })
+}
+
+/// An app with an irreversible tool, an agent, and the id of one waiting operation.
+async fn waiting_wire(db: Db) -> (TestApp, Client, String) {
+    let app = TestApp::spawn(db).await;
+    let admin = app.person(Role::Admin).await;
+    let policy = json!({ "effect": "irreversible" });
+    let registered = admin
+        .http
+        .put(admin.url("/v1/tools/wire_transfer"))
+        .json(&policy)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(registered.status(), 200);
+    let agent = app.agent("treasury").await;
+    let waiting = agent.claim(&wire(100_000)).await;
+    assert_eq!(waiting.status(), 202);
+    let id = waiting.json::<Value>().await.unwrap()["operation"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (app, agent, id)
+}
+
+async fn an_approval_lets_exactly_one_claim_execute(db: Db) {
+    let (app, agent, id) = waiting_wire(db).await;
+    let approver = app.person(Role::Approver).await;
+    let approved = approver
+        .approve(&id, &json!({ "reason": "expected payout" }))
+        .await;
+    assert_eq!(approved.status(), 200);
+    let approved: Value = approved.json().await.unwrap();
+    assert_eq!(approved["operation"]["status"], "approved");
+    assert_eq!(approved["operation"]["approval"]["decision"], "approved");
+    assert!(approved["operation"]["approval"]["decided_by"]
+        .as_str()
+        .unwrap()
+        .starts_with("approver-"));
+
+    let mut other_args = wire(999_999);
+    other_args["key"] = json!("wire-1");
+    assert_error(
+        agent.claim(&other_args).await,
+        422,
+        "idempotency_key_reused",
+    )
+    .await;
+
+    let (same_id, token, started) = agent.start(&wire(100_000)).await;
+    assert_eq!(same_id, id);
+    assert_eq!(started["operation"]["attempt"], 1);
+    assert_error(
+        agent.claim(&wire(100_000)).await,
+        409,
+        "operation_in_progress",
+    )
+    .await;
+    let done = json!({ "lease_token": token, "outcome": "succeeded", "provider_ref": "tr_1" });
+    assert_eq!(agent.complete(&id, &done).await.status(), 200);
+    assert_eq!(
+        agent.claim(&wire(100_000)).await.status(),
+        200,
+        "replayed, never executed twice"
+    );
+
+    let events: Value = agent.events(&id).await.json().await.unwrap();
+    let kinds: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &kinds[..4],
+        [
+            "approval_requested",
+            "approved",
+            "mismatch_rejected",
+            "claimed"
+        ]
+    );
+    assert!(events["events"][1]["actor"]
+        .as_str()
+        .unwrap()
+        .starts_with("user:approver-"));
+}
+
+async fn a_rejection_is_final_and_replayed_with_who_and_why(db: Db) {
+    let (app, agent, id) = waiting_wire(db).await;
+    let admin = app.person(Role::Admin).await;
+    let rejected = admin
+        .reject(&id, &json!({ "reason": "beneficiary not verified" }))
+        .await;
+    assert_eq!(rejected.status(), 200);
+
+    let replay = agent.claim(&wire(100_000)).await;
+    assert_eq!(replay.status(), 200);
+    let replay: Value = replay.json().await.unwrap();
+    assert_eq!(replay["operation"]["status"], "rejected");
+    let note = replay["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("rejected by admin-") && note.contains("beneficiary not verified"),
+        "{note}"
+    );
+    assert_error(
+        admin.approve(&id, &json!({})).await,
+        409,
+        "operation_not_awaiting_approval",
+    )
+    .await;
+}
+
+async fn only_approvers_and_admins_decide(db: Db) {
+    let (app, agent, id) = waiting_wire(db).await;
+    let cases = [
+        (app.anonymous(), 401, "unauthorized"),
+        (agent, 403, "forbidden"),
+        (app.person(Role::Viewer).await, 403, "forbidden"),
+        (app.person(Role::Operator).await, 403, "forbidden"),
+    ];
+    for (client, status, code) in &cases {
+        assert_error(client.approve(&id, &json!({})).await, *status, code).await;
+        assert_error(
+            client.reject(&id, &json!({ "reason": "no" })).await,
+            *status,
+            code,
+        )
+        .await;
+    }
+    let still: Value = app
+        .person(Role::Viewer)
+        .await
+        .operation(&id)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(still["operation"]["status"], "awaiting_approval");
+}
+
+async fn a_verdict_needs_an_operation_that_waits(db: Db) {
+    let (app, agent, id) = waiting_wire(db).await;
+    let approver = app.person(Role::Approver).await;
+    assert_error(
+        approver.reject(&id, &json!({})).await,
+        400,
+        "missing_reason",
+    )
+    .await;
+    assert_error(
+        approver.reject(&id, &json!({ "reason": "   " })).await,
+        400,
+        "missing_reason",
+    )
+    .await;
+    assert_error(
+        approver
+            .approve(&uuid::Uuid::new_v4().to_string(), &json!({}))
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+
+    let (running, _, _) = agent
+        .start(&json!({ "tool": "refund", "key": "r1", "args": {} }))
+        .await;
+    assert_error(
+        approver.approve(&running, &json!({})).await,
+        409,
+        "operation_not_awaiting_approval",
+    )
+    .await;
+    assert_eq!(approver.approve(&id, &json!({})).await.status(), 200);
+    assert_error(
+        approver.approve(&id, &json!({})).await,
+        409,
+        "operation_not_awaiting_approval",
+    )
+    .await;
+}
