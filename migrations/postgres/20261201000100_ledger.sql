@@ -32,6 +32,7 @@ create table operations (
     completed_at     timestamptz,
     expires_at       timestamptz not null,
     retired_at       timestamptz,        -- set when a later claim replaced an expired operation
+    approval_expires_at timestamptz,          -- when a request for approval lapses
     approval         jsonb               -- decided_by, decided_at, decision, reason
 );
 

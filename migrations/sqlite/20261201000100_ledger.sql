@@ -33,6 +33,7 @@ create table operations (
     completed_at     text,
     expires_at       text not null,
     retired_at       text,               -- set when a later claim replaced an expired operation
+    approval_expires_at text,          -- when a request for approval lapses
     approval         text                -- JSON: decided_by, decided_at, decision, reason
 );
 

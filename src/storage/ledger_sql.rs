@@ -66,7 +66,7 @@ macro_rules! impl_ledger_store {
 
         async fn insert(tx: &mut $conn, operation: &Operation) -> Result<(), StoreError> {
             let v = OperationValues::from(operation);
-            let sql = format!("insert into operations ({OPERATION_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)");
+            let sql = format!("insert into operations ({OPERATION_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)");
             sqlx::query(&sql)
                 .bind(v.id)
                 .bind(v.namespace)
@@ -91,6 +91,7 @@ macro_rules! impl_ledger_store {
                 .bind(v.completed_at)
                 .bind(v.expires_at)
                 .bind(v.approval)
+                .bind(v.approval_expires_at)
                 .execute(tx)
                 .await
                 .map_err(store_error)?;
@@ -107,8 +108,9 @@ macro_rules! impl_ledger_store {
             let v = OperationValues::from(after);
             let changed = sqlx::query(
                 r#"update operations set status = $1, attempt = $2, result = $3, error = $4, retryable = $5, provider_ref = $6,
-                       lease_token = $7, lease_expires_at = $8, updated_at = $9, completed_at = $10, expires_at = $11, approval = $12
-                   where id = $13 and status = $14"#,
+                       lease_token = $7, lease_expires_at = $8, updated_at = $9, completed_at = $10, expires_at = $11, approval = $12,
+                       approval_expires_at = $13
+                   where id = $14 and status = $15"#,
             )
             .bind(v.status)
             .bind(v.attempt)
@@ -122,6 +124,7 @@ macro_rules! impl_ledger_store {
             .bind(v.completed_at)
             .bind(v.expires_at)
             .bind(v.approval)
+            .bind(v.approval_expires_at)
             .bind(v.id)
             .bind(expected_status)
             .execute(tx)

@@ -14,7 +14,7 @@ use uuid::Uuid;
 /// Columns selected for an operation, in `OperationRow` order.
 pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, args, run_id, step, \
      status, attempt, result, error, retryable, provider_ref, lease_token, lease_expires_at, created_at, updated_at, \
-     completed_at, expires_at, approval";
+     completed_at, expires_at, approval, approval_expires_at";
 
 /// The list query, the same text for both databases (sqlx binds `$N` on SQLite too).
 pub fn list_sql() -> String {
@@ -52,6 +52,7 @@ pub struct OperationRow {
     completed_at: Option<DateTime<Utc>>,
     expires_at: DateTime<Utc>,
     approval: Option<Json<Approval>>,
+    approval_expires_at: Option<DateTime<Utc>>,
 }
 
 /// Parses stored text through the type's serde form (and so through its checks).
@@ -96,6 +97,7 @@ impl TryFrom<OperationRow> for Operation {
             completed_at: row.completed_at,
             expires_at: row.expires_at,
             approval: row.approval.map(|json| json.0),
+            approval_expires_at: row.approval_expires_at,
             lease,
         })
     }
@@ -149,6 +151,7 @@ pub struct OperationValues {
     pub completed_at: Option<DateTime<Utc>>,
     pub expires_at: DateTime<Utc>,
     pub approval: Option<Json<Approval>>,
+    pub approval_expires_at: Option<DateTime<Utc>>,
 }
 
 impl From<&Operation> for OperationValues {
@@ -177,6 +180,7 @@ impl From<&Operation> for OperationValues {
             completed_at: op.completed_at,
             expires_at: op.expires_at,
             approval: op.approval.clone().map(Json),
+            approval_expires_at: op.approval_expires_at,
         }
     }
 }

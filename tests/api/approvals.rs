@@ -12,6 +12,7 @@ on_both_databases!(
     a_rejection_is_final_and_replayed_with_who_and_why,
     only_approvers_and_admins_decide,
     a_verdict_needs_an_operation_that_waits,
+    an_unanswered_request_lapses_into_a_rejection,
 );
 
 impl Client {
@@ -209,4 +210,61 @@ async fn a_verdict_needs_an_operation_that_waits(db: Db) {
         "operation_not_awaiting_approval",
     )
     .await;
+}
+
+async fn an_unanswered_request_lapses_into_a_rejection(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let admin = app.person(Role::Admin).await;
+    let policy = json!({ "effect": "irreversible", "approval_ttl_seconds": 1 });
+    let registered = admin
+        .http
+        .put(admin.url("/v1/tools/wire_transfer"))
+        .json(&policy)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(registered.status(), 200);
+    let agent = app.agent("treasury").await;
+    let mut second = wire(5);
+    second["key"] = json!("wire-2");
+    let first: Value = agent.claim(&wire(5)).await.json().await.unwrap();
+    assert!(first["operation"]["approval_expires_at"].is_string());
+    let first_id = first["operation"]["id"].as_str().unwrap().to_owned();
+    let second: Value = agent.claim(&second).await.json().await.unwrap();
+    let second_id = second["operation"]["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+
+    // Found by a claim: the agent is told it was rejected because nobody answered.
+    let replay = agent.claim(&wire(5)).await;
+    assert_eq!(replay.status(), 200);
+    let replay: Value = replay.json().await.unwrap();
+    assert_eq!(replay["operation"]["status"], "rejected");
+    assert!(
+        replay["note"]
+            .as_str()
+            .unwrap()
+            .contains("approval expired"),
+        "{replay}"
+    );
+
+    // Found by a late verdict: refused, and the lapse recorded instead.
+    assert_error(
+        admin.approve(&second_id, &json!({})).await,
+        409,
+        "approval_expired",
+    )
+    .await;
+    let lapsed: Value = admin.operation(&second_id).await.json().await.unwrap();
+    assert_eq!(lapsed["operation"]["status"], "rejected");
+    assert_eq!(
+        lapsed["operation"]["approval"]["reason"],
+        "approval expired"
+    );
+
+    for id in [&first_id, &second_id] {
+        let events: Value = admin.events(id).await.json().await.unwrap();
+        let last = events["events"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["kind"], "approval_expired", "{events}");
+        assert_eq!(last["actor"], "system");
+    }
 }

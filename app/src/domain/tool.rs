@@ -102,6 +102,10 @@ fn default_lease_seconds() -> u32 {
     30
 }
 
+fn default_approval_ttl_seconds() -> u32 {
+    86_400
+}
+
 /// A tool's registration. Every field has the default that an unregistered tool gets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
@@ -118,6 +122,10 @@ pub struct ToolPolicy {
     /// How long a claim holds the operation before it is taken over or becomes `unknown`.
     #[serde(default = "default_lease_seconds")]
     pub lease_seconds: u32,
+    /// How long a request for approval stays open; after it, the operation is `rejected`
+    /// with the reason "approval expired".
+    #[serde(default = "default_approval_ttl_seconds")]
+    pub approval_ttl_seconds: u32,
     /// Dotted paths of the arguments that identify the intent: key = tool + these args.
     #[serde(default)]
     pub key_fields: Vec<String>,
@@ -147,6 +155,9 @@ pub enum ToolPolicyError {
     /// `lease_seconds` is outside 1..=3600.
     #[error("lease_seconds must be 1 to 3600")]
     Lease,
+    /// `approval_ttl_seconds` is 0.
+    #[error("approval_ttl_seconds must be at least 1")]
+    ApprovalTtl,
     /// `executor.timeout_ms` is outside 1..=300000.
     #[error("executor.timeout_ms must be 1 to 300000")]
     Timeout,
@@ -181,6 +192,7 @@ impl ToolPolicy {
             approval: ApprovalPolicy::Auto,
             ttl_seconds: default_ttl_seconds(),
             lease_seconds: default_lease_seconds(),
+            approval_ttl_seconds: default_approval_ttl_seconds(),
             key_fields: Vec::new(),
             ignore_fields: Vec::new(),
             redact_fields: Vec::new(),
@@ -218,6 +230,9 @@ impl ToolPolicy {
         }
         if !(1..=3600).contains(&self.lease_seconds) {
             return Err(ToolPolicyError::Lease);
+        }
+        if self.approval_ttl_seconds < 1 {
+            return Err(ToolPolicyError::ApprovalTtl);
         }
         let lists = [
             ("key_fields", &self.key_fields),

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::model::{ClaimRequest, Event, EventKind, Lease, Operation};
 use super::notes;
+use super::verdict::lapse_approval;
 use super::write::{Decision, Write};
 use crate::domain::{Fingerprint, OperationStatus};
 
@@ -120,6 +121,17 @@ pub fn decide_claim(
                 events,
             )
         }
+        OperationStatus::AwaitingApproval if approval_has_lapsed(&existing, now) => {
+            let lapsed = lapse_approval(existing, now);
+            let note =
+                notes::replayed(lapsed.outcome.as_ref().expect("a waiting operation lapses"));
+            let operation = lapsed.outcome.expect("a waiting operation lapses");
+            Decision {
+                outcome: Claim::Replayed { operation, note },
+                writes: lapsed.writes,
+                events: lapsed.events,
+            }
+        }
         OperationStatus::AwaitingApproval => {
             let events = vec![event(EventKind::BlockedAwaitingApproval, json!({}))];
             Decision::answer(
@@ -130,6 +142,12 @@ pub fn decide_claim(
             )
         }
     }
+}
+
+/// Whether a request for approval has lapsed unanswered.
+pub fn approval_has_lapsed(operation: &Operation, now: DateTime<Utc>) -> bool {
+    operation.status == OperationStatus::AwaitingApproval
+        && operation.approval_expires_at.is_some_and(|at| now >= at)
 }
 
 /// Whether the key's life is over, so a claim starts a brand-new operation. Operations whose
@@ -181,6 +199,8 @@ fn create(
         completed_at: None,
         expires_at: now + Duration::seconds(i64::from(request.policy.ttl_seconds)),
         approval: None,
+        approval_expires_at: needs_approval
+            .then(|| now + Duration::seconds(i64::from(request.policy.approval_ttl_seconds))),
         lease: (!needs_approval).then(|| lease.clone()),
     };
     let mut writes = Vec::new();

@@ -56,6 +56,8 @@ pub struct Operation {
     pub completed_at: Option<DateTime<Utc>>,
     pub expires_at: DateTime<Utc>,
     pub approval: Option<Approval>,
+    /// While `awaiting_approval`: when the request lapses and the operation is rejected.
+    pub approval_expires_at: Option<DateTime<Utc>>,
     #[serde(skip)]
     pub lease: Option<Lease>,
 }
@@ -99,6 +101,7 @@ pub enum EventKind {
     Retired,
     Approved,
     Rejected,
+    ApprovalExpired,
     Replayed,
     InFlightRejected,
     BlockedUnknown,
@@ -120,6 +123,7 @@ impl EventKind {
             EventKind::Retired => "retired",
             EventKind::Approved => "approved",
             EventKind::Rejected => "rejected",
+            EventKind::ApprovalExpired => "approval_expired",
             EventKind::Replayed => "replayed",
             EventKind::InFlightRejected => "in_flight_rejected",
             EventKind::BlockedUnknown => "blocked_unknown",

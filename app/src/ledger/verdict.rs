@@ -24,9 +24,34 @@ pub enum VerdictRefused {
     /// 409 `operation_not_awaiting_approval`.
     #[error("the operation is {status}, not awaiting approval; nothing was changed")]
     NotAwaitingApproval { status: OperationStatus },
+    /// 409 `approval_expired`: the request lapsed before the verdict; it is now rejected.
+    #[error("the request for approval expired at {expired_at}; the operation is rejected")]
+    ApprovalExpired { expired_at: DateTime<Utc> },
 }
 
-/// Decides a verdict by `username` on the stored operation.
+/// Who rejects a request for approval that nobody answered in time.
+pub const LAPSE_ACTOR: &str = "idem";
+/// The reason given for it.
+pub const LAPSE_REASON: &str = "approval expired";
+
+/// Rejects an operation whose request for approval lapsed (a claim or a verdict found it).
+pub fn lapse_approval(
+    operation: Operation,
+    now: DateTime<Utc>,
+) -> Decision<Result<Operation, VerdictRefused>> {
+    let verdict = Verdict::Reject {
+        reason: LAPSE_REASON.to_owned(),
+    };
+    let mut decision = apply_verdict(operation, &verdict, LAPSE_ACTOR, now);
+    for event in &mut decision.events {
+        event.kind = EventKind::ApprovalExpired;
+        event.actor = "system".into();
+    }
+    decision
+}
+
+/// Decides a verdict by `username` on the stored operation. A verdict that comes after the
+/// request lapsed is refused, and the lapse is recorded in its place.
 pub fn decide_verdict(
     operation: Operation,
     verdict: &Verdict,
@@ -40,6 +65,21 @@ pub fn decide_verdict(
             Vec::new(),
         );
     }
+    if let Some(expired_at) = operation.approval_expires_at.filter(|at| now >= *at) {
+        let mut lapsed = lapse_approval(operation, now);
+        lapsed.outcome = Err(VerdictRefused::ApprovalExpired { expired_at });
+        return lapsed;
+    }
+    apply_verdict(operation, verdict, username, now)
+}
+
+/// Records the verdict: `approved` (used by the next claim) or `rejected` (final).
+fn apply_verdict(
+    operation: Operation,
+    verdict: &Verdict,
+    username: &str,
+    now: DateTime<Utc>,
+) -> Decision<Result<Operation, VerdictRefused>> {
     let (status, decision, reason, kind) = match verdict {
         Verdict::Approve { reason } => (
             OperationStatus::Approved,
@@ -60,6 +100,7 @@ pub fn decide_verdict(
     if status == OperationStatus::Rejected {
         after.completed_at = Some(now);
     }
+    after.approval_expires_at = None;
     after.approval = Some(Approval {
         decided_by: username.to_owned(),
         decided_at: now,

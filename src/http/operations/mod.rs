@@ -49,7 +49,12 @@ impl From<LedgerError> for ApiError {
                 }
             }
             LedgerError::VerdictRefused(refused) => ApiError::Conflict {
-                code: "operation_not_awaiting_approval",
+                code: match refused {
+                    app::ledger::VerdictRefused::NotAwaitingApproval { .. } => {
+                        "operation_not_awaiting_approval"
+                    }
+                    app::ledger::VerdictRefused::ApprovalExpired { .. } => "approval_expired",
+                },
                 message: refused.to_string(),
             },
             LedgerError::Store(inner) => inner.into(),

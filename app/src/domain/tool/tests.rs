@@ -28,6 +28,7 @@ fn an_empty_registration_gets_the_defaults_of_an_unregistered_tool() {
 fn the_api_example_round_trips_with_snake_case_names() {
     let example = json!({
         "effect": "irreversible", "approval": "always", "ttl_seconds": 60, "lease_seconds": 5,
+        "approval_ttl_seconds": 600,
         "key_fields": ["order_id"], "ignore_fields": ["reason"], "redact_fields": ["card.number"],
         "executor": {"url": "http://x", "reconcile_url": "https://y", "timeout_ms": 100,
                      "provider_dedupes": true}
