@@ -38,6 +38,10 @@ pub struct ServeConfig {
     #[arg(long, env = "IDEM_REQUEST_TIMEOUT_SECS", default_value_t = 75)]
     pub request_timeout_secs: u64,
 
+    /// How often expired leases are looked for, in milliseconds.
+    #[arg(long, env = "IDEM_LEASE_REAPER_INTERVAL_MS", default_value_t = 1000)]
+    pub lease_reaper_interval_ms: u64,
+
     /// Log as JSON lines instead of text.
     #[arg(long, env = "IDEM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -55,6 +59,7 @@ impl ServeConfig {
             site_root: PathBuf::from("target/site"),
             max_body_bytes: 1024 * 1024,
             request_timeout_secs: 75,
+            lease_reaper_interval_ms: 200,
             log_format: "text".into(),
         }
     }

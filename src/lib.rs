@@ -15,6 +15,8 @@ pub mod startup;
 pub mod storage;
 #[cfg(feature = "ssr")]
 pub mod telemetry;
+#[cfg(feature = "ssr")]
+pub mod workers;
 
 /// Called by the generated JavaScript once the WebAssembly is loaded: takes over the
 /// server-rendered page.

@@ -24,6 +24,7 @@ use tower_http::trace::TraceLayer;
 use crate::config::ServeConfig;
 use crate::http;
 use crate::storage::Database;
+use crate::workers::LeaseReaper;
 
 /// What every handler and server function can reach.
 #[derive(Clone)]
@@ -46,6 +47,7 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     state: AppState,
+    lease_reaper_interval: Duration,
 }
 
 impl Application {
@@ -77,6 +79,7 @@ impl Application {
             listener,
             router,
             state,
+            lease_reaper_interval: Duration::from_millis(config.lease_reaper_interval_ms.max(10)),
         })
     }
 
@@ -103,12 +106,17 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         tracing::info!(address = %self.local_addr(), "idem is listening");
+        let (stop_workers, stop) = tokio::sync::watch::channel(false);
+        let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
+        let reaper = tokio::spawn(reaper.run(stop));
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
         axum::serve(self.listener, service)
             .with_graceful_shutdown(shutdown)
             .await?;
+        let _ = stop_workers.send(true);
+        let _ = reaper.await;
         self.state.database.close().await;
         tracing::info!("idem stopped");
         Ok(())

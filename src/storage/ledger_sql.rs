@@ -10,7 +10,7 @@
 /// store, `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>`, and the imports
 /// the body names.
 macro_rules! impl_ledger_store {
-    (store: $store:ident, db: $db:ty, conn: $conn:ty, lock: $lock:literal, reader: $reader:ident, writer: $writer:ident) => {
+    (store: $store:ident, db: $db:ty, conn: $conn:ty, lock: $lock:literal, skip_locked: $skip_locked:literal, reader: $reader:ident, writer: $writer:ident) => {
         async fn live_operation(
             tx: &mut $conn,
             namespace: &Namespace,
@@ -223,6 +223,32 @@ macro_rules! impl_ledger_store {
                 let decision = decide_verdict(operation, verdict, username, now);
                 commit(tx, &decision).await?;
                 Ok(Some(decision))
+            }
+
+            async fn expire_leases(&self, limit: u32) -> Result<usize, StoreError> {
+                let mut tx = self.begin_write().await?;
+                let now = now(&mut tx).await?;
+                let sql = format!(
+                    "select {OPERATION_COLUMNS} from operations \
+                     where status = 'pending' and lease_expires_at < $1 \
+                       and effect in ('non_idempotent_write', 'irreversible') \
+                     order by lease_expires_at limit $2{}",
+                    $skip_locked
+                );
+                let rows: Vec<OperationRow> = sqlx::query_as(&sql)
+                    .bind(now)
+                    .bind(i64::from(limit))
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                let count = rows.len();
+                for row in rows {
+                    let decision = expire_lease_at(Operation::try_from(row)?, now);
+                    apply(&mut tx, &decision.writes).await?;
+                    insert_events(&mut tx, &decision.events).await?;
+                }
+                tx.commit().await.map_err(store_error)?;
+                Ok(count)
             }
 
             async fn append_events(&self, events: &[Event]) -> Result<(), StoreError> {

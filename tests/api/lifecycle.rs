@@ -16,6 +16,7 @@ on_both_databases!(
     an_expired_lease_of_an_idempotent_tool_is_taken_over,
     after_the_ttl_the_key_starts_a_new_operation_and_the_old_one_stays_readable,
     an_unknown_operation_never_expires_by_ttl,
+    the_lease_reaper_makes_a_lapsed_operation_unknown_without_any_claim,
 );
 
 impl Client {
@@ -219,7 +220,9 @@ async fn an_expired_lease_makes_a_non_idempotent_operation_unknown(db: Db) {
         .iter()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["claimed", "lease_expired"]);
+    // Whoever noticed first (the reaper or the claim) recorded the lapse, exactly once.
+    assert_eq!(&kinds[..2], ["claimed", "lease_expired"]);
+    assert_eq!(kinds.iter().filter(|k| **k == "lease_expired").count(), 1, "{kinds:?}");
 }
 
 async fn an_expired_lease_of_an_idempotent_tool_is_taken_over(db: Db) {
@@ -287,4 +290,44 @@ async fn an_unknown_operation_never_expires_by_ttl(db: Db) {
     );
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_error(agent.claim(&body).await, 409, "operation_outcome_unknown").await;
+}
+
+async fn the_lease_reaper_makes_a_lapsed_operation_unknown_without_any_claim(db: Db) {
+    let app = TestApp::spawn(db).await;
+    short_lived_tool(&app, "charge", "non_idempotent_write").await;
+    short_lived_tool(&app, "lookup", "idempotent_write").await;
+    let agent = app.agent("billing").await;
+    let (charge, _, _) = agent
+        .start(&json!({ "tool": "charge", "key": "c1", "args": {} }))
+        .await;
+    let (lookup, _, _) = agent
+        .start(&json!({ "tool": "lookup", "key": "l1", "args": {} }))
+        .await;
+
+    // The lease lasts one second and the reaper looks every 200 ms; give it ample time.
+    let mut status = Value::Null;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let read: Value = agent.operation(&charge).await.json().await.unwrap();
+        status = read["operation"]["status"].clone();
+        if status == "unknown" {
+            break;
+        }
+    }
+    assert_eq!(
+        status, "unknown",
+        "nobody claimed it, yet its lapse is visible"
+    );
+    let events: Value = agent.events(&charge).await.json().await.unwrap();
+    let last = events["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (last["kind"].as_str(), last["actor"].as_str()),
+        (Some("lease_expired"), Some("system"))
+    );
+
+    let idempotent: Value = agent.operation(&lookup).await.json().await.unwrap();
+    assert_eq!(
+        idempotent["operation"]["status"], "pending",
+        "an idempotent call waits to be taken over"
+    );
 }

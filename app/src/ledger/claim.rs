@@ -289,6 +289,24 @@ fn relet(
 }
 
 fn lease_expired(existing: Operation, now: DateTime<Utc>) -> Decision<Claim> {
+    let at = now;
+    let expired = expire_lease_at(existing, at);
+    let after = expired.outcome;
+    let note = notes::outcome_unknown(&after);
+    Decision {
+        writes: expired.writes,
+        events: expired.events,
+        outcome: Claim::OutcomeUnknown {
+            operation: after,
+            note,
+        },
+    }
+}
+
+/// A lease ran out with no report, on a tool whose calls must not be repeated: nobody knows
+/// whether the effect happened, so the operation becomes `unknown`. Used by claims that find
+/// it and by the lease reaper, at the store's time `now`.
+pub fn expire_lease_at(existing: Operation, now: DateTime<Utc>) -> Decision<Operation> {
     let mut after = existing.clone();
     after.status = OperationStatus::Unknown;
     after.updated_at = now;
@@ -302,17 +320,13 @@ fn lease_expired(existing: Operation, now: DateTime<Utc>) -> Decision<Claim> {
         actor: "system".into(),
         detail: json!({ "attempt": after.attempt, "lease_expired_at": existing.lease.as_ref().map(|l| l.expires_at) }),
     };
-    let note = notes::outcome_unknown(&after);
     Decision {
         writes: vec![Write::Update {
             after: after.clone(),
             expected_status: existing.status,
         }],
         events: vec![event],
-        outcome: Claim::OutcomeUnknown {
-            operation: after,
-            note,
-        },
+        outcome: after,
     }
 }
 

@@ -10,7 +10,7 @@ mod store;
 mod verdict;
 mod write;
 
-pub use claim::{decide_claim, ttl_has_ended, Claim, Fresh};
+pub use claim::{decide_claim, expire_lease_at, ttl_has_ended, Claim, Fresh};
 pub use complete::{decide_report, Report, ReportRefused};
 pub use model::{Approval, ClaimRequest, Event, EventKind, Lease, Operation};
 pub use service::{BeginRequest, Ledger, LedgerError};

@@ -255,6 +255,11 @@ impl Ledger {
         Ok(decision.outcome?)
     }
 
+    /// One round of the lease reaper: up to `limit` expired leases become `unknown`.
+    pub async fn expire_leases(&self, limit: u32) -> Result<usize, LedgerError> {
+        Ok(self.store.expire_leases(limit).await?)
+    }
+
     /// Registers or replaces a tool after checking its policy.
     #[tracing::instrument(skip_all, fields(tool = %name))]
     pub async fn put_tool(

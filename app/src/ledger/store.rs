@@ -46,6 +46,11 @@ pub trait LedgerStore: Send + Sync {
         username: &str,
     ) -> Result<Option<Decision<Result<Operation, VerdictRefused>>>, StoreError>;
 
+    /// Marks `unknown` (with `expire_lease_at`) up to `limit` pending operations whose lease
+    /// ran out, of tools whose calls must not be repeated; returns how many. Several processes
+    /// may run this at once: each operation is expired once.
+    async fn expire_leases(&self, limit: u32) -> Result<usize, StoreError>;
+
     /// Appends events that change no state (replays, rejected duplicates).
     async fn append_events(&self, events: &[Event]) -> Result<(), StoreError>;
 

@@ -5,9 +5,9 @@
 
 use app::domain::{Namespace, ToolName, ToolPolicy};
 use app::ledger::{
-    decide_claim, decide_report, decide_verdict, Claim, ClaimRequest, Decision, Event, Fresh,
-    LedgerStore, Operation, OperationFilter, RegisteredTool, Report, ReportRefused, Verdict,
-    VerdictRefused, Write,
+    decide_claim, decide_report, decide_verdict, expire_lease_at, Claim, ClaimRequest, Decision,
+    Event, Fresh, LedgerStore, Operation, OperationFilter, RegisteredTool, Report, ReportRefused,
+    Verdict, VerdictRefused, Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
@@ -37,4 +37,5 @@ impl PostgresStore {
     }
 }
 
-impl_ledger_store!(store: PostgresStore, db: Postgres, conn: PgConnection, lock: " for update", reader: pool, writer: pool);
+impl_ledger_store!(store: PostgresStore, db: Postgres, conn: PgConnection, lock: " for update",
+    skip_locked: " for update skip locked", reader: pool, writer: pool);
