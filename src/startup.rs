@@ -7,7 +7,7 @@ use app::ledger::Ledger;
 use app::{shell, App};
 use axum::body::Body;
 use axum::extract::FromRef;
-use axum::http::{Request, StatusCode};
+use axum::http::{header, HeaderValue, Request, StatusCode};
 use axum::routing::any;
 use axum::Router;
 use leptos::config::{Env, LeptosOptions};
@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -163,7 +164,22 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(config.request_timeout_secs),
         ))
+        .layer(axum::middleware::from_fn(http::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn(http::ensure_error_shape))
+        // Every answer: no MIME sniffing, no referrer leaking ids to other sites, and no
+        // framing by other pages (clickjacking an approval button).
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("frame-ancestors 'none'"),
+        ))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

@@ -27,6 +27,9 @@ pub enum ApiError {
     /// 403: the caller is known but lacks the role.
     #[error("your role does not allow this")]
     Forbidden,
+    /// 403: a browser was made to send a state change from another site.
+    #[error("cross-site requests may not change anything; use idem's own pages or an API key")]
+    CrossSite,
     /// 404: nothing here (or nothing this caller may see).
     #[error("{0}")]
     NotFound(&'static str),
@@ -62,7 +65,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::CrossSite => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -78,6 +81,7 @@ impl ApiError {
             ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } => code,
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden => "forbidden",
+            ApiError::CrossSite => "cross_site_request",
             ApiError::NotFound(_) => "not_found",
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",

@@ -2,6 +2,7 @@
 
 mod admin;
 pub mod auth;
+pub mod csrf;
 pub mod error;
 mod health;
 pub mod json;

@@ -222,7 +222,11 @@ async fn an_expired_lease_makes_a_non_idempotent_operation_unknown(db: Db) {
         .collect();
     // Whoever noticed first (the reaper or the claim) recorded the lapse, exactly once.
     assert_eq!(&kinds[..2], ["claimed", "lease_expired"]);
-    assert_eq!(kinds.iter().filter(|k| **k == "lease_expired").count(), 1, "{kinds:?}");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "lease_expired").count(),
+        1,
+        "{kinds:?}"
+    );
 }
 
 async fn an_expired_lease_of_an_idempotent_tool_is_taken_over(db: Db) {

@@ -12,4 +12,5 @@ mod lifecycle;
 mod openapi;
 mod operations;
 mod processes;
+mod security;
 mod ui;
