@@ -10,6 +10,9 @@ pub enum UiError {
     /// Not signed in, or the credentials were wrong.
     #[error("{0}")]
     Unauthorized(String),
+    /// Too many failed sign-ins; the message says how long to wait.
+    #[error("{0}")]
+    Throttled(String),
     /// Signed in, but the role does not allow this.
     #[error("your role does not allow this")]
     Forbidden,
@@ -39,6 +42,7 @@ impl UiError {
     pub fn status(&self) -> http::StatusCode {
         match self {
             UiError::Unauthorized(_) => http::StatusCode::UNAUTHORIZED,
+            UiError::Throttled(_) => http::StatusCode::TOO_MANY_REQUESTS,
             UiError::Forbidden => http::StatusCode::FORBIDDEN,
             UiError::Invalid(_) => http::StatusCode::BAD_REQUEST,
             UiError::Internal | UiError::Transport(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -52,6 +56,7 @@ impl From<crate::identity::IdentityError> for UiError {
         use crate::identity::IdentityError as E;
         match error {
             E::InvalidCredentials => UiError::Unauthorized(error.to_string()),
+            E::Throttled { .. } => UiError::Throttled(error.to_string()),
             E::Store(inner) => {
                 tracing::error!(error = %inner, "storage failure in a UI request");
                 UiError::Internal

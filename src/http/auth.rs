@@ -3,7 +3,7 @@
 
 use app::domain::{Namespace, Permission, UserInfo};
 use app::identity::{Agent, SessionCookie};
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::header::{AUTHORIZATION, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
 
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
@@ -156,9 +157,14 @@ struct UserResponse {
 #[tracing::instrument(skip_all)]
 async fn login(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     AppJson(body): AppJson<LoginRequest>,
 ) -> ApiResult<Response> {
-    let (user, token) = state.identity.login(&body.username, &body.password).await?;
+    let address = Some(peer.ip());
+    let (user, token) = state
+        .identity
+        .login(&body.username, &body.password, address)
+        .await?;
     let cookie = state
         .session_cookie
         .set(token.expose(), state.identity.session_lifetime());

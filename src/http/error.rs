@@ -39,6 +39,12 @@ pub enum ApiError {
     /// 413: the body is over the configured limit (`IDEM_MAX_BODY_BYTES`).
     #[error("the request body is larger than this server accepts")]
     PayloadTooLarge,
+    /// 429: too many attempts; try again after the given seconds.
+    #[error("{message}")]
+    TooManyRequests {
+        message: String,
+        retry_after_seconds: u64,
+    },
     /// 415: the body is not declared as JSON.
     #[error("expected a JSON body with Content-Type: application/json")]
     UnsupportedMediaType,
@@ -70,6 +76,7 @@ impl ApiError {
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -85,6 +92,7 @@ impl ApiError {
             ApiError::NotFound(_) => "not_found",
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::TooManyRequests { .. } => "too_many_requests",
             ApiError::Unavailable(_) => "service_unavailable",
             ApiError::Internal(_) => "internal_error",
         }
@@ -128,6 +136,15 @@ impl IntoResponse for ApiError {
         };
         let body = error_body(self.code(), &self.to_string(), details);
         let mut response = (self.status(), axum::Json(body)).into_response();
+        if let ApiError::TooManyRequests {
+            retry_after_seconds,
+            ..
+        } = &self
+        {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_seconds));
+        }
         if matches!(self, ApiError::Unauthorized(_)) {
             response
                 .headers_mut()
@@ -149,6 +166,12 @@ impl From<IdentityError> for ApiError {
             IdentityError::InvalidCredentials => {
                 ApiError::Unauthorized("wrong username or password")
             }
+            IdentityError::Throttled {
+                retry_after_seconds,
+            } => ApiError::TooManyRequests {
+                message: error.to_string(),
+                retry_after_seconds,
+            },
             IdentityError::UsernameTaken(_) => ApiError::Conflict {
                 code: "username_taken",
                 message: error.to_string(),

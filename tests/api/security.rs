@@ -9,6 +9,7 @@ use crate::on_both_databases;
 on_both_databases!(
     a_forged_cross_site_request_with_a_session_cookie_changes_nothing,
     every_answer_carries_the_security_headers,
+    five_failed_sign_ins_lock_the_name_and_the_address_with_429,
 );
 
 async fn a_forged_cross_site_request_with_a_session_cookie_changes_nothing(db: Db) {
@@ -84,4 +85,31 @@ async fn every_answer_carries_the_security_headers(db: Db) {
             "{path}"
         );
     }
+}
+
+async fn five_failed_sign_ins_lock_the_name_and_the_address_with_429(db: Db) {
+    let app = TestApp::spawn(db).await;
+    app.create_person("ada", Role::Approver, "ada's real password")
+        .await;
+    app.create_person("bob", Role::Viewer, "bob's real password")
+        .await;
+    let client = app.anonymous();
+    for _ in 0..5 {
+        assert_error(client.login("ada", "a guess").await, 401, "unauthorized").await;
+    }
+    let locked = client.login("ada", "ada's real password").await;
+    let retry_after: u64 = locked.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=900).contains(&retry_after), "{retry_after}");
+    assert_error(locked, 429, "too_many_requests").await;
+    // The guesses all came from one address, which is locked out for every name.
+    assert_error(
+        client.login("bob", "bob's real password").await,
+        429,
+        "too_many_requests",
+    )
+    .await;
 }

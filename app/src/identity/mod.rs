@@ -9,9 +9,11 @@ mod password;
 mod secret;
 mod service;
 mod store;
+mod throttle;
 
 pub use cookie::{SessionCookie, SESSION_COOKIE};
 pub use password::PasswordHasher;
 pub use secret::{random_token, ApiKeySecret, SecretHash, SessionToken};
 pub use service::{Agent, Identity, IdentityError, IdentityPolicy};
 pub use store::{IdentityStore, NewApiKey, NewSession, NewUser, StoredUser};
+pub use throttle::LoginThrottle;

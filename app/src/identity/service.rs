@@ -1,12 +1,14 @@
 //! The identity service: logins, sessions, API keys and the first admin.
 
 use chrono::{DateTime, Duration, Utc};
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 use uuid::Uuid;
 
 use super::{
-    ApiKeySecret, IdentityStore, NewApiKey, NewSession, NewUser, PasswordHasher, SecretHash,
-    SessionToken,
+    ApiKeySecret, IdentityStore, LoginThrottle, NewApiKey, NewSession, NewUser, PasswordHasher,
+    SecretHash, SessionToken,
 };
 use crate::domain::{ApiKeyInfo, Namespace, Role, UserInfo, Username};
 use crate::store_error::StoreError;
@@ -14,6 +16,9 @@ use crate::store_error::StoreError;
 /// What can go wrong in identity operations, as the adapters need to tell callers.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
+    /// Too many failed sign-ins for this username or from this address.
+    #[error("too many failed sign-ins; try again in {retry_after_seconds} s")]
+    Throttled { retry_after_seconds: u64 },
     /// Unknown user or wrong password: deliberately indistinguishable.
     #[error("wrong username or password")]
     InvalidCredentials,
@@ -68,6 +73,7 @@ impl Default for IdentityPolicy {
 pub struct Identity {
     store: Arc<dyn IdentityStore>,
     hasher: PasswordHasher,
+    throttle: Arc<LoginThrottle>,
     policy: IdentityPolicy,
 }
 
@@ -77,6 +83,7 @@ impl Identity {
         Self {
             store,
             hasher: PasswordHasher::new(),
+            throttle: Arc::default(),
             policy,
         }
     }
@@ -86,9 +93,35 @@ impl Identity {
         self.policy.session_lifetime
     }
 
-    /// Checks the password and opens a session.
+    /// Checks the password and opens a session. `address` is the caller's, for throttling.
     #[tracing::instrument(skip_all, fields(username = %username))]
     pub async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        address: Option<IpAddr>,
+    ) -> Result<(UserInfo, SessionToken), IdentityError> {
+        let user_key = format!("user:{username}");
+        let mut keys = vec![user_key.clone()];
+        keys.extend(address.map(|ip| format!("ip:{ip}")));
+        if let Some(wait) = self.throttle.retry_after(&keys, Instant::now()) {
+            let retry_after_seconds = wait.as_secs().max(1);
+            return Err(IdentityError::Throttled {
+                retry_after_seconds,
+            });
+        }
+        let result = self.check_credentials(username, password).await;
+        match &result {
+            Ok(_) => self.throttle.record_success(&user_key),
+            Err(IdentityError::InvalidCredentials) => {
+                self.throttle.record_failure(&keys, Instant::now())
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn check_credentials(
         &self,
         username: &str,
         password: &str,

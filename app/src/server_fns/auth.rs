@@ -6,13 +6,13 @@ use crate::domain::UserInfo;
 use crate::UiError;
 
 #[cfg(feature = "ssr")]
-use super::context::{answer_with_status, identity, session_cookie, session_token};
+use super::context::{answer_with_status, client_address, identity, session_cookie, session_token};
 
 /// Checks the credentials, opens a session and sets its cookie.
 #[server(prefix = "/api", endpoint = "login")]
 pub async fn login(username: String, password: String) -> Result<UserInfo, UiError> {
     let (user, token) = identity()?
-        .login(&username, &password)
+        .login(&username, &password, client_address())
         .await
         .map_err(answer_with_status)?;
     let lifetime = identity()?.session_lifetime();

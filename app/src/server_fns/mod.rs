@@ -21,6 +21,15 @@ mod context {
         use_context::<SessionCookie>().ok_or_else(|| missing("SessionCookie"))
     }
 
+    /// The address the request came from (for login throttling).
+    pub fn client_address() -> Option<std::net::IpAddr> {
+        let parts = use_context::<http::request::Parts>()?;
+        let info = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()?;
+        Some(info.0.ip())
+    }
+
     /// The session token of the current request, if the browser sent one.
     pub fn session_token() -> Option<String> {
         let parts = use_context::<http::request::Parts>()?;
