@@ -36,13 +36,7 @@ async fn waiting_wire(db: Db) -> (TestApp, Client, String) {
     let app = TestApp::spawn(db).await;
     let admin = app.person(Role::Admin).await;
     let policy = json!({ "effect": "irreversible" });
-    let registered = admin
-        .http
-        .put(admin.url("/v1/tools/wire_transfer"))
-        .json(&policy)
-        .send()
-        .await
-        .unwrap();
+    let registered = admin.put_tool("wire_transfer", &policy).await;
     assert_eq!(registered.status(), 200);
     let agent = app.agent("treasury").await;
     let waiting = agent.claim(&wire(100_000)).await;
@@ -216,13 +210,7 @@ async fn an_unanswered_request_lapses_into_a_rejection(db: Db) {
     let app = TestApp::spawn(db).await;
     let admin = app.person(Role::Admin).await;
     let policy = json!({ "effect": "irreversible", "approval_ttl_seconds": 1 });
-    let registered = admin
-        .http
-        .put(admin.url("/v1/tools/wire_transfer"))
-        .json(&policy)
-        .send()
-        .await
-        .unwrap();
+    let registered = admin.put_tool("wire_transfer", &policy).await;
     assert_eq!(registered.status(), 200);
     let agent = app.agent("treasury").await;
     let mut second = wire(5);

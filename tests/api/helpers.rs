@@ -224,6 +224,11 @@ impl Client {
         self.post_json("/v1/users", body).await
     }
 
+    pub async fn put_tool(&self, name: &str, policy: &Value) -> Response {
+        let url = self.url(&format!("/v1/tools/{name}"));
+        self.http.put(url).json(policy).send().await.unwrap()
+    }
+
     pub async fn list_users(&self) -> Response {
         self.get("/v1/users").await
     }

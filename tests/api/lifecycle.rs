@@ -23,15 +23,6 @@ impl Client {
     pub async fn list(&self, query: &str) -> reqwest::Response {
         self.get(&format!("/v1/operations{query}")).await
     }
-
-    pub async fn put_tool(&self, name: &str, policy: &Value) -> reqwest::Response {
-        self.http
-            .put(self.url(&format!("/v1/tools/{name}")))
-            .json(policy)
-            .send()
-            .await
-            .unwrap()
-    }
 }
 
 fn ids(page: &Value) -> Vec<String> {

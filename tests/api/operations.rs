@@ -489,13 +489,7 @@ async fn an_irreversible_tool_waits_for_approval_with_202(db: Db) {
     let app = TestApp::spawn(db).await;
     let admin = app.person(Role::Admin).await;
     let policy = json!({ "effect": "irreversible" });
-    let registered = admin
-        .http
-        .put(admin.url("/v1/tools/wire_transfer"))
-        .json(&policy)
-        .send()
-        .await
-        .unwrap();
+    let registered = admin.put_tool("wire_transfer", &policy).await;
     assert_eq!(registered.status(), 200);
     let agent = app.agent("treasury").await;
     let body =
