@@ -28,7 +28,7 @@ impl ServerProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
             .args(["serve", "--bind", "127.0.0.1:0"])
             .env("IDEM_DATABASE_URL", database_url)
-            .env("IDEM_LOG", "info")
+            .env("IDEM_LOG", "debug")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -64,6 +64,11 @@ impl ServerProcess {
     /// A client of this server holding the API key.
     pub fn agent(&self, key: &str) -> Client {
         Client::with_bearer(&self.address, key)
+    }
+
+    /// The log lines printed so far.
+    pub fn drain_log(&mut self) -> Vec<String> {
+        self.log.try_iter().collect()
     }
 
     /// SIGKILL: no chance to flush or finish anything.
@@ -230,4 +235,72 @@ async fn postgres_two_servers_500_concurrent_claims_of_one_key_start_exactly_one
         499,
         "every duplicate is audited"
     );
+}
+
+/// Secrets in a tool's arguments never reach the database file, the log or any answer.
+#[tokio::test]
+async fn sqlite_secrets_in_args_never_reach_the_file_the_log_or_an_answer() {
+    let database = TestDatabase::create(Db::Sqlite).await;
+    let mut server = ServerProcess::start(database.url());
+    let key = cli_key(database.url(), "billing");
+    let agent = server.agent(&key);
+    let secrets = [
+        "hunter2-PASSWORD-x1",
+        "sk_live_SECRETKEY_x2",
+        "4111111111111111",
+        "5500 0000 0000 0004",
+    ];
+    let args = json!({
+        "customer": { "password": secrets[0], "apiKey": secrets[1] },
+        "card": { "number": secrets[2], "exp": "12/30" },
+        "note": secrets[3],
+        "amount_cents": 500,
+    });
+    let (id, token, started) = agent
+        .start(&json!({ "tool": "charge", "key": "charge-1", "args": args }))
+        .await;
+    let done =
+        json!({ "lease_token": token, "outcome": "succeeded", "result": { "charge": "ch_1" } });
+    let completed = agent.complete(&id, &done).await.text().await.unwrap();
+    let replay = agent
+        .claim(&json!({ "tool": "charge", "key": "charge-1", "args": args }))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let read = agent.operation(&id).await.text().await.unwrap();
+    let listed = agent.list("").await.text().await.unwrap();
+    let events = agent.events(&id).await.text().await.unwrap();
+    assert_eq!(started["operation"]["args"]["card"]["number"], "[redacted]");
+    assert!(
+        replay.contains("\"replayed\":true"),
+        "same args, same fingerprint: {replay}"
+    );
+
+    let log = server.drain_log();
+    server.kill_9();
+    let path = database.sqlite_path().unwrap().to_owned();
+    let mut stored = Vec::new();
+    for suffix in ["", "-wal"] {
+        if let Ok(bytes) = std::fs::read(format!("{}{suffix}", path.display())) {
+            stored.extend(bytes);
+        }
+    }
+    assert!(stored.len() > 4096, "the database was read");
+    let answers = [started.to_string(), completed, replay, read, listed, events];
+    for secret in secrets {
+        let needle = secret.as_bytes();
+        assert!(
+            !stored.windows(needle.len()).any(|w| w == needle),
+            "{secret} is in the database file"
+        );
+        assert!(
+            !log.iter().any(|line| line.contains(secret)),
+            "{secret} is in the log"
+        );
+        assert!(
+            !answers.iter().any(|answer| answer.contains(secret)),
+            "{secret} is in an answer"
+        );
+    }
 }
