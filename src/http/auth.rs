@@ -80,11 +80,16 @@ async fn person_from(parts: &Parts, state: &AppState) -> ApiResult<Option<Person
 impl FromRequestParts<AppState> for AgentCaller {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
-        agent_from(parts, state)
-            .await?
-            .ok_or(ApiError::Unauthorized(
-                "an API key is required: Authorization: Bearer <key>",
-            ))
+        if let Some(agent) = agent_from(parts, state).await? {
+            return Ok(agent);
+        }
+        // A signed-in person on an agent's route: known caller, wrong kind.
+        if person_from(parts, state).await?.is_some() {
+            return Err(ApiError::Forbidden);
+        }
+        Err(ApiError::Unauthorized(
+            "an API key is required: Authorization: Bearer <key>",
+        ))
     }
 }
 

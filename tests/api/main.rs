@@ -12,5 +12,6 @@ mod lifecycle;
 mod openapi;
 mod operations;
 mod processes;
+mod roles;
 mod security;
 mod ui;

@@ -465,7 +465,7 @@ async fn people_read_every_namespace_and_agents_only_their_own(db: Db) {
     assert_eq!(read["operation"]["namespace"], "billing");
     assert_eq!(viewer.events(&id).await.status(), 200);
     assert_error(app.anonymous().operation(&id).await, 401, "unauthorized").await;
-    assert_error(viewer.claim(&refund("2")).await, 401, "unauthorized").await;
+    assert_error(viewer.claim(&refund("2")).await, 403, "forbidden").await;
 }
 
 async fn many_concurrent_claims_of_one_key_start_exactly_one_operation(db: Db) {

@@ -1,0 +1,193 @@
+//! Every endpoint × every kind of caller → the status the contract promises. Agents can
+//! never approve, manage tools, users or keys; people never act as agents; another
+//! namespace's operation does not exist for an agent.
+
+use app::domain::Role;
+use serde_json::{json, Value};
+
+use crate::helpers::{Client, Db, TestApp};
+use crate::on_both_databases;
+
+on_both_databases!(every_endpoint_answers_every_caller_as_the_contract_says);
+
+/// The callers, in the order of the expected statuses below.
+const CALLERS: [&str; 7] = [
+    "nobody",
+    "agent of A",
+    "agent of B",
+    "viewer",
+    "operator",
+    "approver",
+    "admin",
+];
+
+async fn send(client: &Client, method: &str, path: &str, body: &Value) -> u16 {
+    let url = client.url(path);
+    let request = match method {
+        "GET" => client.http.get(url),
+        "POST" => client.http.post(url).json(body),
+        "PUT" => client.http.put(url).json(body),
+        "DELETE" => client.http.delete(url),
+        other => unreachable!("{other}"),
+    };
+    request.send().await.unwrap().status().as_u16()
+}
+
+async fn every_endpoint_answers_every_caller_as_the_contract_says(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let agent_a = app.agent("ns-a").await;
+    let callers = [
+        app.anonymous(),
+        agent_a,
+        app.agent("ns-b").await,
+        app.person(Role::Viewer).await,
+        app.person(Role::Operator).await,
+        app.person(Role::Approver).await,
+        app.person(Role::Admin).await,
+    ];
+    let (id, _, _) = callers[1]
+        .start(&json!({ "tool": "t", "key": "k", "args": {} }))
+        .await;
+    let op = format!("/v1/operations/{id}");
+    let unknown_key = uuid::Uuid::new_v4();
+
+    // Each row: method, path, body, then the status per caller in CALLERS order. Rows that
+    // change something come last or use a fresh key so one caller's success cannot change
+    // the next caller's answer.
+    let rows: Vec<(&str, String, Value, [u16; 7])> = vec![
+        (
+            "GET",
+            "/healthz".into(),
+            json!({}),
+            [200, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/v1/openapi.json".into(),
+            json!({}),
+            [200, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/auth/me".into(),
+            json!({}),
+            [401, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/v1/operations".into(),
+            json!({}),
+            [401, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            op.clone(),
+            json!({}),
+            [401, 200, 404, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            format!("{op}/events"),
+            json!({}),
+            [401, 200, 404, 200, 200, 200, 200],
+        ),
+        (
+            "POST",
+            format!("{op}/complete"),
+            json!({ "lease_token": "x", "outcome": "succeeded" }),
+            [401, 409, 404, 403, 403, 403, 403],
+        ),
+        (
+            "POST",
+            format!("{op}/unknown"),
+            json!({ "lease_token": "x" }),
+            [401, 409, 404, 403, 403, 403, 403],
+        ),
+        (
+            "POST",
+            format!("{op}/approve"),
+            json!({}),
+            [401, 403, 403, 403, 403, 409, 409],
+        ),
+        (
+            "POST",
+            format!("{op}/reject"),
+            json!({ "reason": "no" }),
+            [401, 403, 403, 403, 403, 409, 409],
+        ),
+        (
+            "GET",
+            "/v1/tools".into(),
+            json!({}),
+            [401, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/v1/tools/t".into(),
+            json!({}),
+            [401, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "PUT",
+            "/v1/tools/t".into(),
+            json!({ "effect": "read_only" }),
+            [401, 403, 403, 403, 403, 403, 200],
+        ),
+        (
+            "GET",
+            "/v1/keys".into(),
+            json!({}),
+            [401, 403, 403, 403, 403, 403, 200],
+        ),
+        (
+            "POST",
+            "/v1/keys".into(),
+            json!({ "namespace": "ns-c" }),
+            [401, 403, 403, 403, 403, 403, 201],
+        ),
+        (
+            "DELETE",
+            format!("/v1/keys/{unknown_key}"),
+            json!({}),
+            [401, 403, 403, 403, 403, 403, 404],
+        ),
+        (
+            "GET",
+            "/v1/users".into(),
+            json!({}),
+            [401, 403, 403, 403, 403, 403, 200],
+        ),
+        (
+            "POST",
+            "/v1/users".into(),
+            json!({ "username": "new-one", "role": "viewer", "password": "long enough pw" }),
+            [401, 403, 403, 403, 403, 403, 201],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (method, path, body, expected) in &rows {
+        for (caller, (client, status)) in callers.iter().zip(expected).enumerate() {
+            let actual = send(client, method, path, body).await;
+            if actual != *status {
+                wrong.push(format!(
+                    "{method} {path} as {}: {actual}, expected {status}",
+                    CALLERS[caller]
+                ));
+            }
+        }
+    }
+    let claim = json!({ "tool": "t", "args": {} });
+    let claim_statuses = [401, 201, 201, 403, 403, 403, 403];
+    for (caller, (client, status)) in callers.iter().zip(claim_statuses).enumerate() {
+        let mut body = claim.clone();
+        body["key"] = json!(format!("fresh-{caller}"));
+        let actual = send(client, "POST", "/v1/operations", &body).await;
+        if actual != status {
+            wrong.push(format!(
+                "POST /v1/operations as {}: {actual}, expected {status}",
+                CALLERS[caller]
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
