@@ -10,7 +10,7 @@ use super::model::{ClaimRequest, Event, EventKind, Lease, Operation};
 use super::notes;
 use super::verdict::lapse_approval;
 use super::write::{Decision, Write};
-use crate::domain::{Fingerprint, OperationStatus};
+use crate::domain::{Fingerprint, OperationStatus, Transition};
 
 /// What a claim ends in; the REST layer maps each to the contract's status.
 #[derive(Debug, Clone, PartialEq)]
@@ -262,7 +262,11 @@ fn relet(
         expires_at: now + Duration::seconds(i64::from(request.policy.lease_seconds)),
     };
     let mut after = existing.clone();
-    after.status = OperationStatus::Pending;
+    after.move_by(Transition::Takeover {
+        retryable: existing.retryable,
+        lease_expired: !existing.lease_is_live(now),
+        takeover_allowed: existing.effect.allows_lease_takeover(),
+    });
     after.attempt += 1;
     after.lease = Some(lease.clone());
     after.updated_at = now;
@@ -308,7 +312,9 @@ fn lease_expired(existing: Operation, now: DateTime<Utc>) -> Decision<Claim> {
 /// it and by the lease reaper, at the store's time `now`.
 pub fn expire_lease_at(existing: Operation, now: DateTime<Utc>) -> Decision<Operation> {
     let mut after = existing.clone();
-    after.status = OperationStatus::Unknown;
+    after.move_by(Transition::LeaseExpired {
+        takeover_allowed: existing.effect.allows_lease_takeover(),
+    });
     after.updated_at = now;
     after.error = Some(
         json!({ "code": "lease_expired", "message": "the lease ran out before the outcome was reported" }),

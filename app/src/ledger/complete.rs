@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::model::{Event, EventKind, Operation};
 use super::write::{Decision, Write};
-use crate::domain::OperationStatus;
+use crate::domain::{OperationStatus, Outcome, Transition};
 
 /// The outcome a lease holder reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,11 +69,12 @@ pub fn decide_report(
             retryable,
             provider_ref,
         } => {
-            after.status = if *succeeded {
-                OperationStatus::Succeeded
+            let outcome = if *succeeded {
+                Outcome::Succeeded
             } else {
-                OperationStatus::Failed
+                Outcome::Failed
             };
+            after.move_by(Transition::Complete(outcome));
             after.result = result.clone();
             after.error = error.clone();
             after.retryable = !succeeded && *retryable;
@@ -83,7 +84,7 @@ pub fn decide_report(
             (EventKind::Completed, detail)
         }
         Report::Unknown { error } => {
-            after.status = OperationStatus::Unknown;
+            after.move_by(Transition::MarkUnknown);
             after.error = error.clone();
             (
                 EventKind::MarkedUnknown,

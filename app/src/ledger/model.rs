@@ -6,8 +6,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::domain::{
-    Effect, Fingerprint, IdempotencyKey, KeySource, Namespace, OperationStatus, ToolName,
-    ToolPolicy,
+    transition, Effect, Fingerprint, IdempotencyKey, KeySource, Namespace, OperationStatus,
+    ToolName, ToolPolicy, Transition,
 };
 
 /// A person's decision on an operation that waited for approval.
@@ -63,6 +63,15 @@ pub struct Operation {
 }
 
 impl Operation {
+    /// Moves the status through the state machine's one transition function
+    /// ([`crate::domain::transition`], tested as a table). The rules check their preconditions
+    /// before they move anything, so a refusal here is a bug in a rule, which its tests catch.
+    pub fn move_by(&mut self, event: Transition) {
+        self.status = transition(self.status, event).unwrap_or_else(|refused| {
+            panic!("a ledger rule decided an impossible transition: {refused}")
+        });
+    }
+
     /// Whether a live lease is held at `now`.
     pub fn lease_is_live(&self, now: DateTime<Utc>) -> bool {
         self.lease
@@ -93,7 +102,6 @@ pub struct ClaimRequest {
 pub enum EventKind {
     Claimed,
     ApprovalRequested,
-    Released,
     LeaseTakenOver,
     LeaseExpired,
     Completed,
@@ -115,7 +123,6 @@ impl EventKind {
         match self {
             EventKind::Claimed => "claimed",
             EventKind::ApprovalRequested => "approval_requested",
-            EventKind::Released => "released",
             EventKind::LeaseTakenOver => "lease_taken_over",
             EventKind::LeaseExpired => "lease_expired",
             EventKind::Completed => "completed",

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::model::{Approval, Event, EventKind, Operation};
 use super::write::{Decision, Write};
-use crate::domain::OperationStatus;
+use crate::domain::{OperationStatus, Transition};
 
 /// What a person decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,24 +80,24 @@ fn apply_verdict(
     username: &str,
     now: DateTime<Utc>,
 ) -> Decision<Result<Operation, VerdictRefused>> {
-    let (status, decision, reason, kind) = match verdict {
+    let (event, decision, reason, kind) = match verdict {
         Verdict::Approve { reason } => (
-            OperationStatus::Approved,
+            Transition::Approve,
             "approved",
             reason.clone(),
             EventKind::Approved,
         ),
         Verdict::Reject { reason } => (
-            OperationStatus::Rejected,
+            Transition::Reject,
             "rejected",
             Some(reason.clone()),
             EventKind::Rejected,
         ),
     };
     let mut after = operation.clone();
-    after.status = status;
+    after.move_by(event);
     after.updated_at = now;
-    if status == OperationStatus::Rejected {
+    if after.status == OperationStatus::Rejected {
         after.completed_at = Some(now);
     }
     after.approval_expires_at = None;
