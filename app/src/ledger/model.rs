@@ -110,6 +110,14 @@ pub enum EventKind {
     Approved,
     Rejected,
     ApprovalExpired,
+    /// Reconciliation asked the provider and could not get an answer (it will ask again).
+    ReconcileAttempted,
+    /// Reconciliation settled an `unknown` operation from the provider's answer.
+    Reconciled,
+    /// A person settled an operation by hand (a manual intervention).
+    Resolved,
+    /// A person ended the key's life early (a manual intervention).
+    Expired,
     Replayed,
     InFlightRejected,
     BlockedUnknown,
@@ -131,6 +139,10 @@ impl EventKind {
             EventKind::Approved => "approved",
             EventKind::Rejected => "rejected",
             EventKind::ApprovalExpired => "approval_expired",
+            EventKind::ReconcileAttempted => "reconcile_attempted",
+            EventKind::Reconciled => "reconciled",
+            EventKind::Resolved => "resolved",
+            EventKind::Expired => "expired",
             EventKind::Replayed => "replayed",
             EventKind::InFlightRejected => "in_flight_rejected",
             EventKind::BlockedUnknown => "blocked_unknown",
