@@ -25,7 +25,7 @@ use tower_http::trace::TraceLayer;
 use crate::config::ServeConfig;
 use crate::http;
 use crate::storage::Database;
-use crate::workers::LeaseReaper;
+use crate::workers::{LeaseReaper, Reconciler};
 
 /// What every handler and server function can reach.
 #[derive(Clone)]
@@ -49,6 +49,7 @@ pub struct Application {
     router: Router,
     state: AppState,
     lease_reaper_interval: Duration,
+    reconcile_interval: Duration,
 }
 
 impl Application {
@@ -81,6 +82,7 @@ impl Application {
             router,
             state,
             lease_reaper_interval: Duration::from_millis(config.lease_reaper_interval_ms.max(10)),
+            reconcile_interval: Duration::from_millis(config.reconcile_interval_ms.max(10)),
         })
     }
 
@@ -109,7 +111,9 @@ impl Application {
         tracing::info!(address = %self.local_addr(), "idem is listening");
         let (stop_workers, stop) = tokio::sync::watch::channel(false);
         let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
-        let reaper = tokio::spawn(reaper.run(stop));
+        let reaper = tokio::spawn(reaper.run(stop.clone()));
+        let reconciler = Reconciler::new(self.state.ledger.clone(), self.reconcile_interval);
+        let reconciler = tokio::spawn(reconciler.run(stop));
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -118,6 +122,7 @@ impl Application {
             .await?;
         let _ = stop_workers.send(true);
         let _ = reaper.await;
+        let _ = reconciler.await;
         self.state.database.close().await;
         tracing::info!("idem stopped");
         Ok(())
