@@ -200,7 +200,8 @@ fn request_span(request: &Request<Body>) -> tracing::Span {
     tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
 }
 
-async fn shutdown_signal() {
+/// Completes on SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -2,6 +2,7 @@
 //! Every test runs once on SQLite and once on PostgreSQL.
 
 mod helpers;
+mod sandbox_helpers;
 
 mod approvals;
 mod auth;
@@ -13,6 +14,8 @@ mod lifecycle;
 mod openapi;
 mod operations;
 mod processes;
+mod provider;
 mod roles;
+mod sandbox;
 mod security;
 mod ui;
