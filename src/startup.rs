@@ -15,6 +15,7 @@ use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -23,6 +24,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
+use crate::provider::HttpProvider;
 use crate::http;
 use crate::storage::Database;
 use crate::workers::{LeaseReaper, Reconciler};
@@ -68,7 +70,8 @@ impl Application {
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
         let state = AppState {
-            ledger: Ledger::new(database.ledger_store()),
+            ledger: Ledger::new(database.ledger_store())
+                .with_provider(Arc::new(HttpProvider::new()?)),
             database,
             identity,
             session_cookie: SessionCookie {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::helpers::{assert_error, Client, Db, TestApp};
 use crate::on_both_databases;
-use crate::sandbox_provider::SandboxProvider;
+use crate::sandbox_helpers::TestSandbox;
 
 on_both_databases!(
     a_provider_that_commits_then_times_out_is_reconciled_to_one_success,
@@ -20,6 +20,13 @@ on_both_databases!(
     permanent_refusals_are_replayed_and_idempotent_tools_are_retried,
 );
 
+impl TestSandbox {
+    /// How many effects the provider committed for the key.
+    pub async fn effects_of(&self, key: &str) -> u64 {
+        self.effects().await["by_key"][key].as_u64().unwrap_or(0)
+    }
+}
+
 impl Client {
     pub async fn invoke(&self, tool: &str, body: &Value) -> reqwest::Response {
         self.post_json(&format!("/v1/tools/{tool}/invoke"), body)
@@ -30,17 +37,17 @@ impl Client {
 /// Registers `tool` as a tool of `effect` run by the sandbox, with a short lease.
 pub async fn register_sandbox_tool(
     app: &TestApp,
-    provider: &SandboxProvider,
+    provider: &TestSandbox,
     tool: &str,
     effect: &str,
     timeout_ms: u32,
 ) {
     let admin = app.person(app::domain::Role::Admin).await;
-    let policy = json!({
-        "effect": effect,
-        "lease_seconds": 1,
-        "executor": provider.executor(tool, timeout_ms),
-    });
+    // The provider dedupes, but idem is not told: for a non-idempotent tool it must then
+    // never re-send after an ambiguous outcome (at most once), whatever the provider does.
+    let mut executor = serde_json::to_value(provider.executor(tool, timeout_ms)).unwrap();
+    executor["provider_dedupes"] = json!(false);
+    let policy = json!({ "effect": effect, "lease_seconds": 1, "executor": executor });
     assert_eq!(admin.put_tool(tool, &policy).await.status(), 200);
 }
 
@@ -62,7 +69,7 @@ fn charge(n: u32) -> Value {
 }
 
 async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
     let agent = app.agent("shop").await;
@@ -94,7 +101,7 @@ async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db:
 }
 
 async fn the_same_message_delivered_twice_takes_effect_once(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "email", "non_idempotent_write", 2000).await;
     let agent = app.agent("support").await;
@@ -113,7 +120,7 @@ async fn the_same_message_delivered_twice_takes_effect_once(db: Db) {
 }
 
 async fn the_same_message_delivered_concurrently_takes_effect_once(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "email", "non_idempotent_write", 3000).await;
     let agent = app.agent("support").await;
@@ -148,7 +155,7 @@ pub fn assert_in_order(kinds: &[String], expected: &[&str]) {
 }
 
 async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "transfer", "non_idempotent_write", 3000).await;
     let agent = app.agent("treasury").await;
@@ -159,9 +166,15 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
     provider
         .fault(json!({ "fault": "delay_before_commit", "delay_ms": 2000 }))
         .await;
+    let provider = std::sync::Arc::new(provider);
     let slow_call = {
         let provider = provider.clone();
-        tokio::spawn(async move { provider.call("transfer", "transfer:7", &json!({ "amount": 100 })).await })
+        tokio::spawn(async move {
+            let response = provider
+                .act("transfer", Some("transfer:7"), &json!({ "amount": 100 }))
+                .await;
+            response.json::<Value>().await.unwrap()
+        })
     };
     tokio::time::sleep(Duration::from_millis(1400)).await;
     assert_error(agent.claim(&transfer).await, 409, "operation_outcome_unknown").await;
@@ -178,7 +191,7 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
 }
 
 async fn a_call_idem_runs_is_never_outlived_by_its_lease(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "transfer", "non_idempotent_write", 3000).await;
     let agent = app.agent("treasury").await;
@@ -198,7 +211,7 @@ async fn a_call_idem_runs_is_never_outlived_by_its_lease(db: Db) {
 }
 
 async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
     let agent = app.agent("shop").await;
@@ -220,7 +233,7 @@ async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db:
 }
 
 async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
     let agent = app.agent("shop").await;
@@ -246,7 +259,7 @@ async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
 }
 
 async fn permanent_refusals_are_replayed_and_idempotent_tools_are_retried(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 2000).await;
     register_sandbox_tool(&app, &provider, "upsert", "idempotent_write", 2000).await;

@@ -8,6 +8,7 @@ mod approvals;
 mod auth;
 mod cli;
 mod errors;
+mod faults;
 mod interventions;
 mod keys_and_users;
 mod lifecycle;
