@@ -13,12 +13,18 @@ mod state;
 use axum::routing::{get, post};
 use axum::Router;
 use std::future::Future;
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::oneshot;
 
 use connection::{Connection, KillableListener};
 use state::State;
+
+/// How long a stopping sandbox waits for calls in flight.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// The state every handler shares.
 #[derive(Clone, Default)]
@@ -59,7 +65,8 @@ impl Sandbox {
         self.run_until(crate::startup::shutdown_signal()).await
     }
 
-    /// Serves until `shutdown` completes, then lets calls in flight finish.
+    /// Serves until `shutdown` completes, then lets calls in flight finish for up to
+    /// [`SHUTDOWN_GRACE`] (an injected delay can be minutes long).
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -67,9 +74,25 @@ impl Sandbox {
         let address = self.local_addr();
         tracing::info!(%address, "the sandbox provider is listening");
         let service = router(self.state).into_make_service_with_connect_info::<Connection>();
-        axum::serve(KillableListener(self.listener), service)
-            .with_graceful_shutdown(shutdown)
-            .await?;
+        let (stopping, stop_requested) = oneshot::channel::<()>();
+        let signal = async move {
+            shutdown.await;
+            let _ = stopping.send(());
+        };
+        let serve = axum::serve(KillableListener(self.listener), service)
+            .with_graceful_shutdown(signal)
+            .into_future();
+        let grace_over = async move {
+            if stop_requested.await.is_err() {
+                // The server ended on its own: nothing to wait for.
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::select! {
+            served = serve => served?,
+            () = grace_over => tracing::warn!("calls still in flight; stopping anyway"),
+        }
         tracing::info!("the sandbox provider stopped");
         Ok(())
     }

@@ -18,5 +18,6 @@ mod processes;
 mod provider;
 mod roles;
 mod sandbox;
+mod sandbox_faults;
 mod security;
 mod ui;

@@ -1,24 +1,12 @@
-//! The sandbox provider over real HTTP: idempotency keys, lookups, effect counts, and every
-//! fault it injects.
+//! The sandbox provider over real HTTP: idempotency keys, lookups, effect counts, its
+//! configuration and its command. Its faults are in `sandbox_faults.rs`.
 
-use reqwest::Response;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::sandbox_helpers::TestSandbox;
-
-async fn body(response: Response) -> Value {
-    response.json().await.unwrap()
-}
-
-fn header<'a>(response: &'a Response, name: &str) -> Option<&'a str> {
-    response
-        .headers()
-        .get(name)
-        .map(|value| value.to_str().unwrap())
-}
+use crate::sandbox_helpers::{body, header, TestSandbox};
 
 #[tokio::test]
 async fn a_key_commits_one_effect_and_replays_its_answer() {
@@ -142,222 +130,6 @@ async fn ignoring_keys_commits_every_call_until_reset() {
 }
 
 #[tokio::test]
-async fn fail_before_commit_answers_the_status_and_commits_nothing() {
-    let sandbox = TestSandbox::spawn().await;
-    sandbox.fault(json!({"fault": "fail_before_commit"})).await;
-    sandbox
-        .fault(json!({"fault": "fail_before_commit", "status": 429, "key": "k2", "times": 2}))
-        .await;
-
-    let failed = sandbox.act("refund", Some("k1"), &json!({})).await;
-    assert_eq!(failed.status(), 503);
-    assert!(body(failed).await["error"]
-        .as_str()
-        .unwrap()
-        .contains("fail_before_commit"));
-    for _ in 0..2 {
-        let limited = sandbox.act("refund", Some("k2"), &json!({})).await;
-        assert_eq!(limited.status(), 429);
-    }
-    assert_eq!(sandbox.total().await, 0);
-
-    // Consumed: the same calls now go through.
-    for key in ["k1", "k2"] {
-        assert_eq!(
-            sandbox.act("refund", Some(key), &json!({})).await.status(),
-            200
-        );
-    }
-    assert_eq!(sandbox.total().await, 2);
-}
-
-#[tokio::test]
-async fn a_fault_for_one_key_leaves_other_calls_alone() {
-    let sandbox = TestSandbox::spawn().await;
-    sandbox
-        .fault(json!({"fault": "fail_before_commit", "key": "k1"}))
-        .await;
-    assert_eq!(
-        sandbox.act("refund", Some("k2"), &json!({})).await.status(),
-        200
-    );
-    assert_eq!(sandbox.act("refund", None, &json!({})).await.status(), 200);
-    assert_eq!(sandbox.lookup("refund", "k1").await.status(), 200);
-    assert_eq!(
-        sandbox.act("refund", Some("k1"), &json!({})).await.status(),
-        503
-    );
-}
-
-#[tokio::test]
-async fn delay_after_commit_commits_before_the_caller_gives_up() {
-    let sandbox = TestSandbox::spawn().await;
-    sandbox
-        .fault(json!({"fault": "delay_after_commit", "delay_ms": 60_000}))
-        .await;
-    let timed_out = sandbox
-        .try_act(
-            "refund",
-            Some("k1"),
-            &json!({}),
-            Some(Duration::from_millis(300)),
-        )
-        .await
-        .unwrap_err();
-    assert!(timed_out.is_timeout(), "{timed_out:?}");
-    assert!(sandbox.wait_for_total(1).await, "the effect was committed");
-    let found = body(sandbox.lookup("refund", "k1").await).await;
-    assert_eq!(found["found"], true);
-    // A retry with the key is answered at once from the stored answer.
-    let retry = sandbox.act("refund", Some("k1"), &json!({})).await;
-    assert_eq!(header(&retry, "idempotent-replayed"), Some("true"));
-    assert_eq!(sandbox.total().await, 1);
-}
-
-#[tokio::test]
-async fn delay_before_commit_holds_the_key_in_progress_then_commits() {
-    let sandbox = TestSandbox::spawn().await;
-    sandbox
-        .fault(json!({"fault": "delay_before_commit", "delay_ms": 60_000, "key": "slow"}))
-        .await;
-    let slow = {
-        let sandbox_address = sandbox.address.clone();
-        tokio::spawn(async move {
-            reqwest::Client::new()
-                .post(format!("{sandbox_address}/actions/refund"))
-                .header("Idempotency-Key", "slow")
-                .json(&json!({}))
-                .send()
-                .await
-        })
-    };
-    assert!(sandbox.wait_for_faults_consumed().await);
-    assert_eq!(
-        sandbox.total().await,
-        0,
-        "nothing is committed during the delay"
-    );
-    let duplicate = sandbox.act("refund", Some("slow"), &json!({})).await;
-    assert_eq!(duplicate.status(), 409);
-    assert_eq!(sandbox.lookup("refund", "slow").await.status(), 409);
-    slow.abort();
-
-    // A short delay: the caller that gives up early does not stop the commit.
-    sandbox
-        .fault(json!({"fault": "delay_before_commit", "delay_ms": 300}))
-        .await;
-    let gave_up = sandbox
-        .try_act(
-            "refund",
-            Some("k2"),
-            &json!({}),
-            Some(Duration::from_millis(50)),
-        )
-        .await
-        .unwrap_err();
-    assert!(gave_up.is_timeout(), "{gave_up:?}");
-    assert!(sandbox.wait_for_total(1).await);
-    assert_eq!(sandbox.effects().await["by_key"], json!({"k2": 1}));
-}
-
-#[tokio::test]
-async fn drop_after_commit_closes_the_connection_without_an_answer() {
-    let sandbox = TestSandbox::spawn().await;
-    sandbox.fault(json!({"fault": "drop_after_commit"})).await;
-    let dropped = sandbox
-        .try_act("refund", Some("k1"), &json!({"a": 1}), None)
-        .await
-        .unwrap_err();
-    assert!(
-        dropped.is_request() && !dropped.is_connect() && dropped.status().is_none(),
-        "{dropped:?}"
-    );
-    assert_eq!(sandbox.total().await, 1);
-    let retry = sandbox.act("refund", Some("k1"), &json!({"a": 1})).await;
-    assert_eq!(header(&retry, "idempotent-replayed"), Some("true"));
-    assert_eq!(sandbox.total().await, 1);
-}
-
-#[tokio::test]
-async fn drop_before_commit_closes_the_connection_and_commits_nothing() {
-    let sandbox = TestSandbox::spawn().await;
-    sandbox
-        .fault(json!({"fault": "drop_before_commit", "times": 2}))
-        .await;
-    for _ in 0..2 {
-        let dropped = sandbox
-            .try_act("refund", Some("k1"), &json!({}), None)
-            .await
-            .unwrap_err();
-        assert!(
-            dropped.is_request() && dropped.status().is_none(),
-            "{dropped:?}"
-        );
-    }
-    assert_eq!(sandbox.total().await, 0);
-    assert_eq!(
-        body(sandbox.lookup("refund", "k1").await).await["found"],
-        false
-    );
-    let retry = sandbox.act("refund", Some("k1"), &json!({})).await;
-    assert_eq!(header(&retry, "idempotent-replayed"), None);
-    assert_eq!(sandbox.total().await, 1);
-}
-
-#[tokio::test]
-async fn lookup_faults_hit_lookups_only() {
-    let sandbox = TestSandbox::spawn().await;
-    sandbox.act("refund", Some("k1"), &json!({})).await;
-    sandbox.fault(json!({"fault": "lookup_error"})).await;
-    sandbox
-        .fault(json!({"fault": "lookup_error", "status": 500, "key": "k9"}))
-        .await;
-    assert_eq!(
-        sandbox.act("refund", Some("k2"), &json!({})).await.status(),
-        200
-    );
-    assert_eq!(sandbox.lookup("refund", "k1").await.status(), 503);
-    assert_eq!(sandbox.lookup("refund", "k1").await.status(), 200);
-    assert_eq!(sandbox.lookup("refund", "k9").await.status(), 500);
-
-    sandbox
-        .fault(json!({"fault": "lookup_delay", "delay_ms": 10}))
-        .await;
-    assert_eq!(
-        body(sandbox.lookup("refund", "k1").await).await["found"],
-        true
-    );
-    assert!(sandbox.wait_for_faults_consumed().await);
-}
-
-#[tokio::test]
-async fn bad_control_requests_are_refused_with_a_reason() {
-    let sandbox = TestSandbox::spawn().await;
-    let cases = [
-        ("/_faults", json!({"fault": "explode"}), "unknown fault"),
-        (
-            "/_faults",
-            json!({"fault": "delay_after_commit"}),
-            "delay_ms",
-        ),
-        (
-            "/_faults",
-            json!({"fault": "drop_after_commit", "time": 2}),
-            "unknown field",
-        ),
-        ("/_config", json!({"ignore": true}), "unknown field"),
-    ];
-    for (path, request, reason) in cases {
-        let response = sandbox.post(path, &request).await;
-        assert_eq!(response.status(), 400, "{request}");
-        let error = body(response).await["error"].as_str().unwrap().to_owned();
-        assert!(error.contains(reason), "{request}: {error}");
-    }
-    assert_eq!(sandbox.get_json("/_faults").await, json!({"faults": []}));
-    assert_eq!(sandbox.get_json("/healthz").await, json!({"status": "ok"}));
-}
-
-#[tokio::test]
 async fn the_sandbox_provider_command_prints_its_address_and_serves() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(["sandbox-provider", "--bind", "127.0.0.1:0"])
@@ -376,7 +148,8 @@ async fn the_sandbox_provider_command_prints_its_address_and_serves() {
     };
     let health = reqwest::get(format!("{address}/healthz")).await.unwrap();
     assert_eq!(health.status(), 200);
-    let effect = reqwest::Client::new()
+    let client = reqwest::Client::new();
+    let effect = client
         .post(format!("{address}/actions/email"))
         .json(&json!({"to": "a@b.c"}))
         .send()
@@ -384,14 +157,59 @@ async fn the_sandbox_provider_command_prints_its_address_and_serves() {
         .unwrap();
     assert_eq!(effect.status(), 200);
 
+    // A call held by a ten-minute delay does not keep a stopping sandbox alive.
+    let fault = json!({"fault": "delay_after_commit", "delay_ms": 600_000});
+    let queued = client
+        .post(format!("{address}/_faults"))
+        .json(&fault)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(queued.status(), 201);
+    let held = tokio::spawn(
+        client
+            .post(format!("{address}/actions/email"))
+            .json(&json!({}))
+            .send(),
+    );
+    let mut committed = false;
+    for _ in 0..1000 {
+        let effects: Value = client
+            .get(format!("{address}/_effects"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        committed = effects["total"] == 2;
+        if committed {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(committed, "the held call reached the sandbox");
+
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let exit = tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let mut exit = None;
+    for _ in 0..300 {
+        exit = child.try_wait().unwrap();
+        if exit.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let Some(exit) = exit else {
+        let _ = child.kill();
+        panic!("the sandbox did not stop within 30 s of SIGTERM");
+    };
     assert!(exit.success(), "{exit:?}");
+    assert!(
+        held.await.unwrap().is_err(),
+        "the held call never got an answer"
+    );
 }

@@ -173,3 +173,16 @@ impl TestSandbox {
         response.json().await.unwrap()
     }
 }
+
+/// The body as JSON.
+pub async fn body(response: Response) -> Value {
+    response.json().await.unwrap()
+}
+
+/// A header's value, if present.
+pub fn header<'a>(response: &'a Response, name: &str) -> Option<&'a str> {
+    response
+        .headers()
+        .get(name)
+        .map(|value| value.to_str().unwrap())
+}
