@@ -24,8 +24,8 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
-use crate::provider::HttpProvider;
 use crate::http;
+use crate::provider::HttpProvider;
 use crate::storage::Database;
 use crate::workers::{LeaseReaper, Reconciler};
 

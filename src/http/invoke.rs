@@ -12,7 +12,6 @@ use std::time::Duration;
 use super::auth::AgentCaller;
 use super::error::{ApiError, ApiResult, ErrorBody};
 
-
 use super::json::AppJson;
 use super::operations::{
     actor, begin_request, claim_response, prefer_wait, ClaimBody, OperationBody,

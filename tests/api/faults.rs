@@ -90,10 +90,17 @@ async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db:
 
     let replay = agent.invoke("charge", &charge(1)).await;
     assert_eq!(replay.status(), 200);
-    assert_eq!(provider.effects_of("charge:1").await, 1, "a replay calls nobody");
+    assert_eq!(
+        provider.effects_of("charge:1").await,
+        1,
+        "a replay calls nobody"
+    );
 
     let (kinds, events) = agent.event_kinds(&id).await;
-    assert_in_order(&kinds, &["claimed", "marked_unknown", "reconciled", "replayed"]);
+    assert_in_order(
+        &kinds,
+        &["claimed", "marked_unknown", "reconciled", "replayed"],
+    );
     let reconciled = events.iter().find(|e| e["kind"] == "reconciled").unwrap();
     assert_eq!(reconciled["actor"], "system:reconciler");
     assert_eq!(reconciled["detail"]["found"], true);
@@ -135,7 +142,11 @@ async fn the_same_message_delivered_concurrently_takes_effect_once(db: Db) {
         deliveries.spawn(async move { agent.invoke("email", &message).await.status().as_u16() });
     }
     let statuses = deliveries.join_all().await;
-    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        1,
+        "{statuses:?}"
+    );
     assert!(
         statuses.iter().all(|s| [201, 200, 409].contains(s)),
         "{statuses:?}"
@@ -177,7 +188,12 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
         })
     };
     tokio::time::sleep(Duration::from_millis(1400)).await;
-    assert_error(agent.claim(&transfer).await, 409, "operation_outcome_unknown").await;
+    assert_error(
+        agent.claim(&transfer).await,
+        409,
+        "operation_outcome_unknown",
+    )
+    .await;
     let answer = slow_call.await.unwrap();
     let late = json!({ "lease_token": token, "outcome": "succeeded", "result": answer });
     assert_error(agent.complete(&id, &late).await, 409, "lease_lost").await;
@@ -187,7 +203,10 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
     assert_eq!(settled["provider_ref"], answer["provider_ref"]);
     assert_eq!(provider.effects_of("transfer:7").await, 1);
     let (kinds, _) = agent.event_kinds(&id).await;
-    assert_in_order(&kinds, &["claimed", "lease_expired", "blocked_unknown", "reconciled"]);
+    assert_in_order(
+        &kinds,
+        &["claimed", "lease_expired", "blocked_unknown", "reconciled"],
+    );
 }
 
 async fn a_call_idem_runs_is_never_outlived_by_its_lease(db: Db) {
@@ -215,9 +234,16 @@ async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db:
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
     let agent = app.agent("shop").await;
-    provider.fault(json!({ "fault": "drop_before_commit" })).await;
+    provider
+        .fault(json!({ "fault": "drop_before_commit" }))
+        .await;
 
-    let invoked: Value = agent.invoke("charge", &charge(2)).await.json().await.unwrap();
+    let invoked: Value = agent
+        .invoke("charge", &charge(2))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(invoked["operation"]["status"], "unknown", "{invoked}");
     let id = invoked["operation"]["id"].as_str().unwrap().to_owned();
     let failed = wait_for_status(&agent, &id, "failed").await;
@@ -238,12 +264,19 @@ async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
     let agent = app.agent("shop").await;
     let operator = app.person(app::domain::Role::Operator).await;
-    provider.fault(json!({ "fault": "drop_after_commit" })).await;
+    provider
+        .fault(json!({ "fault": "drop_after_commit" }))
+        .await;
     provider
         .fault(json!({ "fault": "lookup_error", "times": 1 }))
         .await;
 
-    let invoked: Value = agent.invoke("charge", &charge(3)).await.json().await.unwrap();
+    let invoked: Value = agent
+        .invoke("charge", &charge(3))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(invoked["operation"]["status"], "unknown", "{invoked}");
     let id = invoked["operation"]["id"].as_str().unwrap().to_owned();
     // The first lookup fails (the background reconciler's or this one), the attempt is
@@ -268,7 +301,12 @@ async fn permanent_refusals_are_replayed_and_idempotent_tools_are_retried(db: Db
     provider
         .fault(json!({ "fault": "fail_before_commit", "status": 402 }))
         .await;
-    let refused: Value = agent.invoke("charge", &charge(4)).await.json().await.unwrap();
+    let refused: Value = agent
+        .invoke("charge", &charge(4))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(refused["operation"]["status"], "failed");
     assert_eq!(refused["operation"]["retryable"], false);
     let replay = agent.invoke("charge", &charge(4)).await;

@@ -8,6 +8,7 @@ mod approvals;
 mod auth;
 mod cli;
 mod errors;
+mod fault_processes;
 mod faults;
 mod interventions;
 mod keys_and_users;

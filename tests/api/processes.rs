@@ -25,10 +25,16 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `idem serve` on a free port of loopback against the database.
     pub fn start(database_url: &str) -> Self {
+        Self::start_with_env(database_url, &[])
+    }
+
+    /// Starts `idem serve` with extra environment variables.
+    pub fn start_with_env(database_url: &str, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
             .args(["serve", "--bind", "127.0.0.1:0"])
             .env("IDEM_DATABASE_URL", database_url)
             .env("IDEM_LOG", "debug")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -352,8 +352,8 @@ fn seconds_until(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> u64 {
 mod tests {
     use super::*;
     use crate::domain::{IdempotencyKey, KeySource, Namespace, ToolName, ToolPolicy};
-    use crate::ledger::Runner;
     use crate::ledger::Approval;
+    use crate::ledger::Runner;
 
     fn request() -> ClaimRequest {
         let tool = ToolName::try_from("refund").unwrap();

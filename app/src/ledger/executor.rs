@@ -206,7 +206,11 @@ impl Ledger {
 fn worth_retrying(execution: &Execution) -> bool {
     matches!(
         execution,
-        Execution::Unknown { .. } | Execution::Failed { retryable: true, .. }
+        Execution::Unknown { .. }
+            | Execution::Failed {
+                retryable: true,
+                ..
+            }
     )
 }
 

@@ -44,7 +44,10 @@ impl Ledger {
             .into_iter()
             .filter_map(|tool| {
                 let executor = tool.policy.executor?;
-                executor.reconcile_url.is_some().then_some((tool.name, executor))
+                executor
+                    .reconcile_url
+                    .is_some()
+                    .then_some((tool.name, executor))
             })
             .collect();
         // The executor's timeout is how long the call that left an operation unknown may

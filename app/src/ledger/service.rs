@@ -14,7 +14,7 @@ use super::settle::SettleRefused;
 use super::store::{LedgerStore, OperationFilter, RegisteredTool};
 use super::verdict::{Verdict, VerdictRefused};
 use crate::domain::{
-    self, Fingerprint, KeyChoice, Namespace, OperationStatus, ToolName, ToolPolicy,
+    self, Fingerprint, Guarantee, KeyChoice, Namespace, OperationStatus, ToolName, ToolPolicy,
 };
 use crate::store_error::StoreError;
 
@@ -52,7 +52,9 @@ pub enum LedgerError {
     #[error(transparent)]
     SettleRefused(#[from] SettleRefused),
     /// 409 `not_reconcilable`: the operation's tool has no `reconcile_url` to ask.
-    #[error("the tool {tool} has no executor.reconcile_url to ask; a person must resolve the operation")]
+    #[error(
+        "the tool {tool} has no executor.reconcile_url to ask; a person must resolve the operation"
+    )]
     NotReconcilable { tool: String },
     /// This server was built without a provider client (a configuration bug).
     #[error("this ledger has no provider client")]
@@ -92,11 +94,20 @@ fn unsettled(claim: &Claim) -> Option<Uuid> {
     }
 }
 
-/// A lease long enough for the executor's call, its retries and a margin.
+/// A lease long enough for the executor's call (and idem's own retries of it, where they are
+/// safe), with a second of margin.
 fn lease_covering_the_call(policy: &ToolPolicy) -> u32 {
     let timeout_ms = policy.executor.as_ref().map_or(0, |e| e.timeout_ms);
-    // Up to three calls (idem's own retries) and their pauses, rounded up, plus a margin.
-    (3 * timeout_ms + 1200).div_ceil(1000) + 2
+    let retried = matches!(
+        policy.guarantee(),
+        Guarantee::Repeatable | Guarantee::ExactlyOnce
+    );
+    let busy_ms = if retried {
+        3 * timeout_ms + 1200
+    } else {
+        timeout_ms
+    };
+    busy_ms.div_ceil(1000) + 1
 }
 
 /// How often a claim is retried when a concurrent claim of the same new key won the insert

@@ -51,7 +51,9 @@ pub enum SettleRefused {
     Transition(#[from] InvalidTransition),
     /// 502 `provider_unavailable`: the provider could not answer; the attempt is recorded and
     /// the reconciler asks again at `next_attempt_at`.
-    #[error("the provider could not answer ({message}); reconciliation asks again at {next_attempt_at}")]
+    #[error(
+        "the provider could not answer ({message}); reconciliation asks again at {next_attempt_at}"
+    )]
     ProviderUnavailable {
         message: String,
         next_attempt_at: DateTime<Utc>,

@@ -27,7 +27,13 @@ fn operation(status: OperationStatus) -> Operation {
         operation_id: Uuid::now_v7(),
         lease_token: "t".into(),
     };
-    let started = decide_claim(None, &request, "a", fresh, Utc::now() - Duration::minutes(5));
+    let started = decide_claim(
+        None,
+        &request,
+        "a",
+        fresh,
+        Utc::now() - Duration::minutes(5),
+    );
     let Claim::Started { mut operation, .. } = started.outcome else {
         panic!("a new key starts");
     };
@@ -112,8 +118,14 @@ fn every_settlement_meets_every_status_as_the_table_says() {
                 }
                 None => {
                     assert!(decision.outcome.is_err(), "{name} from {from} is refused");
-                    assert!(decision.writes.is_empty(), "{name} from {from} writes nothing");
-                    assert!(decision.events.is_empty(), "{name} from {from} records nothing");
+                    assert!(
+                        decision.writes.is_empty(),
+                        "{name} from {from} writes nothing"
+                    );
+                    assert!(
+                        decision.events.is_empty(),
+                        "{name} from {from} records nothing"
+                    );
                 }
             }
         }
@@ -147,7 +159,10 @@ fn a_key_the_provider_never_saw_fails_retryably() {
     );
     let after = decision.outcome.unwrap();
     assert_eq!(after.status, OperationStatus::Failed);
-    assert!(after.retryable, "the call never took effect: a retry may run it");
+    assert!(
+        after.retryable,
+        "the call never took effect: a retry may run it"
+    );
     assert_eq!(after.error.unwrap()["code"], "not_found_by_provider");
 }
 
@@ -171,7 +186,10 @@ fn failed_lookups_back_off_and_leave_the_operation_unknown_and_its_age_alone() {
             panic!("the attempt is recorded");
         };
         assert_eq!(after.status, OperationStatus::Unknown);
-        assert_eq!(after.updated_at, updated_at, "a stuck operation stays stuck");
+        assert_eq!(
+            after.updated_at, updated_at,
+            "a stuck operation stays stuck"
+        );
         assert_eq!(after.next_reconcile_at, Some(next_attempt_at));
         waits.push((next_attempt_at - now).num_seconds());
         stored = after.clone();
