@@ -3,6 +3,7 @@
 //! the port.
 
 use app::identity::{Identity, IdentityPolicy, SessionCookie};
+use app::ledger::metrics::Metrics;
 use app::ledger::Ledger;
 use app::{shell, App};
 use axum::body::Body;
@@ -25,7 +26,7 @@ use tower_http::trace::TraceLayer;
 use crate::config::ServeConfig;
 use crate::http;
 use crate::storage::Database;
-use crate::workers::LeaseReaper;
+use crate::workers::{LeaseReaper, MetricsRollup};
 
 /// What every handler and server function can reach.
 #[derive(Clone)]
@@ -33,6 +34,7 @@ pub struct AppState {
     pub database: Database,
     pub identity: Identity,
     pub ledger: Ledger,
+    pub metrics: Metrics,
     pub session_cookie: SessionCookie,
     pub leptos_options: LeptosOptions,
 }
@@ -49,6 +51,7 @@ pub struct Application {
     router: Router,
     state: AppState,
     lease_reaper_interval: Duration,
+    metrics_rollup_interval: Duration,
 }
 
 impl Application {
@@ -68,6 +71,7 @@ impl Application {
         let site_addr = listener.local_addr()?;
         let state = AppState {
             ledger: Ledger::new(database.ledger_store()),
+            metrics: Metrics::new(database.metrics_store()),
             database,
             identity,
             session_cookie: SessionCookie {
@@ -81,6 +85,9 @@ impl Application {
             router,
             state,
             lease_reaper_interval: Duration::from_millis(config.lease_reaper_interval_ms.max(10)),
+            metrics_rollup_interval: Duration::from_millis(
+                config.metrics_rollup_interval_ms.max(10),
+            ),
         })
     }
 
@@ -109,7 +116,9 @@ impl Application {
         tracing::info!(address = %self.local_addr(), "idem is listening");
         let (stop_workers, stop) = tokio::sync::watch::channel(false);
         let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
-        let reaper = tokio::spawn(reaper.run(stop));
+        let reaper = tokio::spawn(reaper.run(stop.clone()));
+        let rollup = MetricsRollup::new(self.state.metrics.clone(), self.metrics_rollup_interval);
+        let rollup = tokio::spawn(rollup.run(stop));
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -118,6 +127,7 @@ impl Application {
             .await?;
         let _ = stop_workers.send(true);
         let _ = reaper.await;
+        let _ = rollup.await;
         self.state.database.close().await;
         tracing::info!("idem stopped");
         Ok(())

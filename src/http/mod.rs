@@ -6,6 +6,7 @@ pub mod csrf;
 pub mod error;
 mod health;
 pub mod json;
+mod metrics;
 mod openapi;
 mod operations;
 mod tools;
@@ -28,6 +29,7 @@ pub fn router(max_body_bytes: usize) -> Router<AppState> {
         .merge(admin::router())
         .merge(operations::router())
         .merge(tools::router())
+        .merge(metrics::router())
         .merge(openapi::router())
         .layer(DefaultBodyLimit::max(max_body_bytes))
 }
@@ -42,7 +44,7 @@ fn is_api_path(path: &str) -> bool {
     ["/v1/", "/auth/"]
         .iter()
         .any(|prefix| path.starts_with(prefix))
-        || matches!(path, "/healthz" | "/readyz")
+        || matches!(path, "/healthz" | "/readyz" | "/metrics")
 }
 
 /// Rewrites any API error answer that is not already JSON (405 from routing, 408 from the

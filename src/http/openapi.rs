@@ -12,7 +12,7 @@ use utoipa::openapi::OpenApi as Document;
 use utoipa::{Modify, OpenApi};
 
 use super::json::AppJson;
-use super::{admin, auth, health, operations, tools};
+use super::{admin, auth, health, metrics, operations, tools};
 use crate::startup::AppState;
 
 /// Every REST route; `tests/api/openapi.rs` checks that none is missing.
@@ -46,6 +46,8 @@ or `500 internal_error` in that shape, and every answer carries `x-request-id`."
         tools::list,
         tools::read,
         tools::register,
+        metrics::metrics,
+        metrics::prometheus,
         openapi_json,
     ),
     modifiers(&SecuritySchemes),
@@ -53,6 +55,7 @@ or `500 internal_error` in that shape, and every answer carries `x-request-id`."
         (name = "operations", description = "Claim, complete, report and read operations"),
         (name = "tools", description = "The tool registry and the promise kept for each tool"),
         (name = "auth", description = "Sessions of people, and who is calling"),
+        (name = "metrics", description = "What idem prevented and what waits; Prometheus counters"),
         (name = "admin", description = "API keys and people (admin only)"),
         (name = "health", description = "Liveness and readiness"),
         (name = "meta", description = "This document"),

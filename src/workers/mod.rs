@@ -2,8 +2,10 @@
 //! `Application::run_until`; each can also be driven one round at a time by tests.
 
 mod lease_reaper;
+mod metrics_rollup;
 
 pub use lease_reaper::LeaseReaper;
+pub use metrics_rollup::MetricsRollup;
 
 use tokio::sync::watch;
 

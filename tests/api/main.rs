@@ -9,6 +9,7 @@ mod cli;
 mod errors;
 mod keys_and_users;
 mod lifecycle;
+mod metrics;
 mod openapi;
 mod operations;
 mod processes;

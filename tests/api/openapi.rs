@@ -29,6 +29,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/tools"),
     ("get", "/v1/tools/{name}"),
     ("put", "/v1/tools/{name}"),
+    ("get", "/v1/metrics"),
+    ("get", "/metrics"),
     ("get", "/v1/openapi.json"),
 ];
 

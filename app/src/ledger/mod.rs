@@ -3,11 +3,13 @@
 
 mod claim;
 mod complete;
+pub mod metrics;
 mod model;
 mod notes;
 mod provider;
 mod service;
 mod store;
+pub mod telemetry;
 mod verdict;
 mod write;
 
