@@ -122,21 +122,19 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
     let before = metrics.metrics(None, &day).await.unwrap();
     let support_before = metrics.metrics(Some(&support_ns), &day).await.unwrap();
 
-    assert_eq!(
-        metrics.roll_up().await.unwrap(),
-        60,
-        "an hour per round at most"
-    );
-    let second = metrics.roll_up().await.unwrap();
-    assert!(
-        (28..=30).contains(&second),
-        "up to two minutes ago: {second}"
-    );
-    assert_eq!(
-        metrics.roll_up().await.unwrap(),
-        0,
-        "each minute is folded once"
-    );
+    // Two rounds at once (two processes): each minute is folded by one of them.
+    let (one, two) = tokio::join!(metrics.roll_up(), metrics.roll_up());
+    let (one, two) = (one.unwrap(), two.unwrap());
+    assert_eq!(one.max(two), 60, "an hour per round at most");
+    let mut total = one + two;
+    loop {
+        let folded = metrics.roll_up().await.unwrap();
+        if folded == 0 {
+            break;
+        }
+        total += folded;
+    }
+    assert!((88..=90).contains(&total), "up to two minutes ago: {total}");
     let rows = sql(backend, &db, "select count(*) from event_minutes").await;
     assert_eq!(
         rows,

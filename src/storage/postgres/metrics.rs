@@ -1,5 +1,5 @@
-//! The metrics on PostgreSQL. Several processes may roll up at once: the watermark row is
-//! locked, so each minute is folded once.
+//! The metrics on PostgreSQL. Several processes may roll up at once: the one that locks the
+//! watermark row folds, the others skip the round, so each minute is folded once.
 
 use app::domain::Namespace;
 use app::ledger::metrics::{
@@ -20,4 +20,4 @@ use crate::storage::metrics_sql::{
 use crate::storage::store_error;
 
 impl_metrics_store!(store: PostgresStore, conn: PgConnection,
-    minute: "floor(extract(epoch from e.at) / 60)::bigint", lock: " for update", reader: pool);
+    minute: "floor(extract(epoch from e.at) / 60)::bigint", lock: " for update skip locked", reader: pool);
