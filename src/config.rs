@@ -50,6 +50,9 @@ pub struct ServeConfig {
         default_value_t = 15_000
     )]
     pub metrics_rollup_interval_ms: u64,
+    /// How often `unknown` operations are looked for to reconcile, in milliseconds.
+    #[arg(long, env = "IDEM_RECONCILE_INTERVAL_MS", default_value_t = 1000)]
+    pub reconcile_interval_ms: u64,
 
     /// Log as JSON lines instead of text.
     #[arg(long, env = "IDEM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
@@ -70,6 +73,7 @@ impl ServeConfig {
             request_timeout_secs: 75,
             lease_reaper_interval_ms: 200,
             metrics_rollup_interval_ms: 1000,
+            reconcile_interval_ms: 200,
             log_format: "text".into(),
         }
     }

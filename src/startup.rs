@@ -26,7 +26,7 @@ use tower_http::trace::TraceLayer;
 use crate::config::ServeConfig;
 use crate::http;
 use crate::storage::Database;
-use crate::workers::{LeaseReaper, MetricsRollup};
+use crate::workers::{LeaseReaper, MetricsRollup, Reconciler};
 
 /// What every handler and server function can reach.
 #[derive(Clone)]
@@ -52,6 +52,7 @@ pub struct Application {
     state: AppState,
     lease_reaper_interval: Duration,
     metrics_rollup_interval: Duration,
+    reconcile_interval: Duration,
 }
 
 impl Application {
@@ -88,6 +89,7 @@ impl Application {
             metrics_rollup_interval: Duration::from_millis(
                 config.metrics_rollup_interval_ms.max(10),
             ),
+            reconcile_interval: Duration::from_millis(config.reconcile_interval_ms.max(10)),
         })
     }
 
@@ -118,7 +120,9 @@ impl Application {
         let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
         let reaper = tokio::spawn(reaper.run(stop.clone()));
         let rollup = MetricsRollup::new(self.state.metrics.clone(), self.metrics_rollup_interval);
-        let rollup = tokio::spawn(rollup.run(stop));
+        let rollup = tokio::spawn(rollup.run(stop.clone()));
+        let reconciler = Reconciler::new(self.state.ledger.clone(), self.reconcile_interval);
+        let reconciler = tokio::spawn(reconciler.run(stop));
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -128,6 +132,7 @@ impl Application {
         let _ = stop_workers.send(true);
         let _ = reaper.await;
         let _ = rollup.await;
+        let _ = reconciler.await;
         self.state.database.close().await;
         tracing::info!("idem stopped");
         Ok(())

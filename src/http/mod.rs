@@ -5,6 +5,7 @@ pub mod auth;
 pub mod csrf;
 pub mod error;
 mod health;
+mod invoke;
 pub mod json;
 mod metrics;
 mod openapi;

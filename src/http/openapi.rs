@@ -12,7 +12,7 @@ use utoipa::openapi::OpenApi as Document;
 use utoipa::{Modify, OpenApi};
 
 use super::json::AppJson;
-use super::{admin, auth, health, metrics, operations, tools};
+use super::{admin, auth, health, invoke, metrics, operations, tools};
 use crate::startup::AppState;
 
 /// Every REST route; `tests/api/openapi.rs` checks that none is missing.
@@ -43,6 +43,10 @@ or `500 internal_error` in that shape, and every answer carries `x-request-id`."
         operations::unknown,
         operations::approve,
         operations::reject,
+        operations::reconcile,
+        operations::resolve,
+        operations::expire,
+        invoke::invoke,
         tools::list,
         tools::read,
         tools::register,

@@ -3,9 +3,11 @@
 
 mod lease_reaper;
 mod metrics_rollup;
+mod reconciler;
 
 pub use lease_reaper::LeaseReaper;
 pub use metrics_rollup::MetricsRollup;
+pub use reconciler::Reconciler;
 
 use tokio::sync::watch;
 

@@ -7,6 +7,7 @@ mod approvals;
 mod auth;
 mod cli;
 mod errors;
+mod interventions;
 mod keys_and_users;
 mod lifecycle;
 mod metrics;
