@@ -42,6 +42,14 @@ pub struct ServeConfig {
     #[arg(long, env = "IDEM_LEASE_REAPER_INTERVAL_MS", default_value_t = 1000)]
     pub lease_reaper_interval_ms: u64,
 
+    /// How often past minutes of events are folded into per-minute counts for
+    /// `GET /v1/metrics`, in milliseconds.
+    #[arg(
+        long,
+        env = "IDEM_METRICS_ROLLUP_INTERVAL_MS",
+        default_value_t = 15_000
+    )]
+    pub metrics_rollup_interval_ms: u64,
     /// How often `unknown` operations are looked for to reconcile, in milliseconds.
     #[arg(long, env = "IDEM_RECONCILE_INTERVAL_MS", default_value_t = 1000)]
     pub reconcile_interval_ms: u64,
@@ -64,6 +72,7 @@ impl ServeConfig {
             max_body_bytes: 1024 * 1024,
             request_timeout_secs: 75,
             lease_reaper_interval_ms: 200,
+            metrics_rollup_interval_ms: 1000,
             reconcile_interval_ms: 200,
             log_format: "text".into(),
         }

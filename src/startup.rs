@@ -3,6 +3,7 @@
 //! the port.
 
 use app::identity::{Identity, IdentityPolicy, SessionCookie};
+use app::ledger::metrics::Metrics;
 use app::ledger::Ledger;
 use app::{shell, App};
 use axum::body::Body;
@@ -27,7 +28,7 @@ use crate::config::ServeConfig;
 use crate::http;
 use crate::provider::HttpProvider;
 use crate::storage::Database;
-use crate::workers::{LeaseReaper, Reconciler};
+use crate::workers::{LeaseReaper, MetricsRollup, Reconciler};
 
 /// What every handler and server function can reach.
 #[derive(Clone)]
@@ -35,6 +36,7 @@ pub struct AppState {
     pub database: Database,
     pub identity: Identity,
     pub ledger: Ledger,
+    pub metrics: Metrics,
     pub session_cookie: SessionCookie,
     pub leptos_options: LeptosOptions,
 }
@@ -51,6 +53,7 @@ pub struct Application {
     router: Router,
     state: AppState,
     lease_reaper_interval: Duration,
+    metrics_rollup_interval: Duration,
     reconcile_interval: Duration,
 }
 
@@ -72,6 +75,7 @@ impl Application {
         let state = AppState {
             ledger: Ledger::new(database.ledger_store())
                 .with_provider(Arc::new(HttpProvider::new()?)),
+            metrics: Metrics::new(database.metrics_store()),
             database,
             identity,
             session_cookie: SessionCookie {
@@ -85,6 +89,9 @@ impl Application {
             router,
             state,
             lease_reaper_interval: Duration::from_millis(config.lease_reaper_interval_ms.max(10)),
+            metrics_rollup_interval: Duration::from_millis(
+                config.metrics_rollup_interval_ms.max(10),
+            ),
             reconcile_interval: Duration::from_millis(config.reconcile_interval_ms.max(10)),
         })
     }
@@ -115,6 +122,8 @@ impl Application {
         let (stop_workers, stop) = tokio::sync::watch::channel(false);
         let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
         let reaper = tokio::spawn(reaper.run(stop.clone()));
+        let rollup = MetricsRollup::new(self.state.metrics.clone(), self.metrics_rollup_interval);
+        let rollup = tokio::spawn(rollup.run(stop.clone()));
         let reconciler = Reconciler::new(self.state.ledger.clone(), self.reconcile_interval);
         let reconciler = tokio::spawn(reconciler.run(stop));
         let service = self
@@ -125,6 +134,7 @@ impl Application {
             .await?;
         let _ = stop_workers.send(true);
         let _ = reaper.await;
+        let _ = rollup.await;
         let _ = reconciler.await;
         self.state.database.close().await;
         tracing::info!("idem stopped");

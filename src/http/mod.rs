@@ -7,6 +7,7 @@ pub mod error;
 mod health;
 mod invoke;
 pub mod json;
+mod metrics;
 mod openapi;
 mod operations;
 mod tools;
@@ -29,6 +30,7 @@ pub fn router(max_body_bytes: usize) -> Router<AppState> {
         .merge(admin::router())
         .merge(operations::router())
         .merge(tools::router())
+        .merge(metrics::router())
         .merge(openapi::router())
         .layer(DefaultBodyLimit::max(max_body_bytes))
 }
@@ -43,7 +45,7 @@ fn is_api_path(path: &str) -> bool {
     ["/v1/", "/auth/"]
         .iter()
         .any(|prefix| path.starts_with(prefix))
-        || matches!(path, "/healthz" | "/readyz")
+        || matches!(path, "/healthz" | "/readyz" | "/metrics")
 }
 
 /// Rewrites any API error answer that is not already JSON (405 from routing, 408 from the

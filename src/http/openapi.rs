@@ -12,7 +12,7 @@ use utoipa::openapi::OpenApi as Document;
 use utoipa::{Modify, OpenApi};
 
 use super::json::AppJson;
-use super::{admin, auth, health, invoke, operations, tools};
+use super::{admin, auth, health, invoke, metrics, operations, tools};
 use crate::startup::AppState;
 
 /// Every REST route; `tests/api/openapi.rs` checks that none is missing.
@@ -50,6 +50,8 @@ or `500 internal_error` in that shape, and every answer carries `x-request-id`."
         tools::list,
         tools::read,
         tools::register,
+        metrics::metrics,
+        metrics::prometheus,
         openapi_json,
     ),
     modifiers(&SecuritySchemes),
@@ -57,6 +59,7 @@ or `500 internal_error` in that shape, and every answer carries `x-request-id`."
         (name = "operations", description = "Claim, complete, report and read operations"),
         (name = "tools", description = "The tool registry and the promise kept for each tool"),
         (name = "auth", description = "Sessions of people, and who is calling"),
+        (name = "metrics", description = "What idem prevented and what waits; Prometheus counters"),
         (name = "admin", description = "API keys and people (admin only)"),
         (name = "health", description = "Liveness and readiness"),
         (name = "meta", description = "This document"),

@@ -3,6 +3,7 @@
 
 mod identity_sql;
 mod ledger_sql;
+mod metrics_sql;
 mod operation_rows;
 mod postgres;
 mod rows;
@@ -13,6 +14,7 @@ pub mod testing;
 mod conformance;
 
 use app::identity::IdentityStore;
+use app::ledger::metrics::MetricsStore;
 use app::ledger::LedgerStore;
 use app::store_error::StoreError;
 use std::sync::Arc;
@@ -78,6 +80,14 @@ impl Database {
 
     /// The ledger port.
     pub fn ledger_store(&self) -> Arc<dyn LedgerStore> {
+        match self {
+            Database::Sqlite(store) => Arc::new(store.clone()),
+            Database::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    /// The metrics port.
+    pub fn metrics_store(&self) -> Arc<dyn MetricsStore> {
         match self {
             Database::Sqlite(store) => Arc::new(store.clone()),
             Database::Postgres(store) => Arc::new(store.clone()),

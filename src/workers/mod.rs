@@ -2,9 +2,11 @@
 //! `Application::run_until`; each can also be driven one round at a time by tests.
 
 mod lease_reaper;
+mod metrics_rollup;
 mod reconciler;
 
 pub use lease_reaper::LeaseReaper;
+pub use metrics_rollup::MetricsRollup;
 pub use reconciler::Reconciler;
 
 use tokio::sync::watch;

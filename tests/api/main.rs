@@ -13,6 +13,7 @@ mod faults;
 mod interventions;
 mod keys_and_users;
 mod lifecycle;
+mod metrics;
 mod openapi;
 mod operations;
 mod processes;

@@ -33,6 +33,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/tools"),
     ("get", "/v1/tools/{name}"),
     ("put", "/v1/tools/{name}"),
+    ("get", "/v1/metrics"),
+    ("get", "/metrics"),
     ("get", "/v1/openapi.json"),
 ];
 
@@ -216,4 +218,52 @@ async fn agents_use_a_bearer_key_and_people_the_session_cookie() {
         serde_json::json!([{ "api_key": [] }, { "session": [] }])
     );
     assert!(security("get", "/healthz").is_null());
+}
+
+/// The properties of a schema, following `allOf` and `$ref`s into components.
+fn properties(schemas: &Value, schema: &Value) -> BTreeSet<String> {
+    if let Some(name) = schema["$ref"].as_str() {
+        let name = name.trim_start_matches("#/components/schemas/");
+        return properties(schemas, &schemas[name]);
+    }
+    let mut fields: BTreeSet<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        fields.extend(properties(schemas, part));
+    }
+    fields
+}
+
+#[tokio::test]
+async fn the_metrics_schema_has_the_fields_of_the_contract() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let doc = document(&app).await;
+    let schemas = &doc["components"]["schemas"];
+    let counters = [
+        "duplicates_prevented",
+        "in_flight_rejected",
+        "mismatches_rejected",
+        "reconciliation_latency_ms",
+        "manual_interventions",
+    ];
+    let report = properties(schemas, &schemas["MetricsReport"]);
+    for field in counters.iter().chain(&[
+        "unknown_now",
+        "stuck_unknown",
+        "awaiting_approval",
+        "series",
+    ]) {
+        assert!(report.contains(*field), "MetricsReport lacks {field}");
+    }
+    let bucket = properties(schemas, &schemas["Bucket"]);
+    for field in counters.iter().chain(&["bucket_start"]) {
+        assert!(bucket.contains(*field), "Bucket lacks {field}");
+    }
+    let latency = properties(schemas, &schemas["Latency"]);
+    assert_eq!(latency, ["max", "p50", "p95"].map(String::from).into());
+    let scrape = &doc["paths"]["/metrics"]["get"];
+    assert!(scrape["security"].is_null(), "scrapers need no credentials");
+    assert!(scrape["responses"]["200"]["content"]["text/plain; version=0.0.4"].is_object());
 }

@@ -143,6 +143,24 @@ async fn every_endpoint_answers_every_caller_as_the_contract_says(db: Db) {
         ),
         (
             "GET",
+            "/v1/metrics".into(),
+            json!({}),
+            [401, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/v1/metrics?namespace=ns-a".into(),
+            json!({}),
+            [401, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
+            "/metrics".into(),
+            json!({}),
+            [200, 200, 200, 200, 200, 200, 200],
+        ),
+        (
+            "GET",
             "/v1/tools".into(),
             json!({}),
             [401, 200, 200, 200, 200, 200, 200],

@@ -11,7 +11,7 @@ use super::complete::{Report, ReportRefused};
 use super::failpoint;
 use super::model::{ClaimRequest, Lease, Operation, Runner};
 use super::provider::Execution;
-use super::service::{BeginRequest, Ledger, LedgerError};
+use super::service::{committed, BeginRequest, Ledger, LedgerError};
 use super::settle::Settlement;
 use crate::domain::{ExecutorConfig, Guarantee, Namespace, ToolPolicy};
 
@@ -138,9 +138,10 @@ impl Ledger {
                 EXECUTOR_ACTOR,
             )
             .await?
-            .ok_or(LedgerError::NotFound)?
-            .outcome;
-        match recorded {
+            .ok_or(LedgerError::NotFound)?;
+        // A call that timed out marks the operation `unknown`.
+        self.telemetry.events_committed(committed(&recorded));
+        match recorded.outcome {
             Ok(operation) => Ok(operation),
             Err(ReportRefused::LeaseLost) => {
                 let late = Settlement::LateExecution(execution);

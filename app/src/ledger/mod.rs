@@ -5,6 +5,7 @@ mod claim;
 mod complete;
 mod executor;
 mod failpoint;
+pub mod metrics;
 mod model;
 mod notes;
 mod operator;
@@ -12,6 +13,7 @@ mod provider;
 mod service;
 mod settle;
 mod store;
+pub mod telemetry;
 mod verdict;
 mod write;
 

@@ -4,7 +4,7 @@
 use uuid::Uuid;
 
 use super::model::Operation;
-use super::service::{Ledger, LedgerError};
+use super::service::{committed, Ledger, LedgerError};
 use super::settle::{Resolution, SettleRefused, Settlement};
 use crate::domain::{ExecutorConfig, OperationStatus};
 
@@ -116,6 +116,8 @@ impl Ledger {
             .settle(id, &settlement, actor)
             .await?
             .ok_or(LedgerError::NotFound)?;
+        // Reconciliations (found, not found, failed lookups) and manual interventions.
+        self.telemetry.events_committed(committed(&decision));
         Ok(decision.outcome?)
     }
 

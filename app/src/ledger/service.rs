@@ -12,7 +12,9 @@ use super::model::{ClaimRequest, Event, Operation, Runner};
 use super::provider::Provider;
 use super::settle::SettleRefused;
 use super::store::{LedgerStore, OperationFilter, RegisteredTool};
+use super::telemetry::Telemetry;
 use super::verdict::{Verdict, VerdictRefused};
+use super::write::Decision;
 use crate::domain::{
     self, Fingerprint, Guarantee, KeyChoice, Namespace, OperationStatus, ToolName, ToolPolicy,
 };
@@ -82,6 +84,7 @@ impl LedgerError {
 pub struct Ledger {
     pub(super) store: Arc<dyn LedgerStore>,
     provider: Option<Arc<dyn Provider>>,
+    pub(super) telemetry: Telemetry,
 }
 
 /// The operation a claim is waiting on, if it waits at all.
@@ -91,6 +94,15 @@ fn unsettled(claim: &Claim) -> Option<Uuid> {
             Some(operation.id)
         }
         _ => None,
+    }
+}
+
+/// The events a committed decision stored: none when it wrote nothing (a refused report).
+pub(super) fn committed<T>(decision: &Decision<T>) -> &[Event] {
+    if decision.writes.is_empty() {
+        &[]
+    } else {
+        &decision.events
     }
 }
 
@@ -120,7 +132,13 @@ impl Ledger {
         Self {
             store,
             provider: None,
+            telemetry: Telemetry::new(),
         }
+    }
+
+    /// The process's counters and histograms (`GET /metrics`).
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
     }
 
     /// The same ledger, calling tools and asking about keys through `provider`.
@@ -136,6 +154,19 @@ impl Ledger {
     /// Begins (or replays) an operation for an agent of `namespace`.
     #[tracing::instrument(skip_all, fields(namespace = %namespace, tool = %request.tool))]
     pub async fn begin(
+        &self,
+        namespace: &Namespace,
+        actor: &str,
+        request: BeginRequest,
+    ) -> Result<Claim, LedgerError> {
+        let started = Instant::now();
+        let answer = self.claim_once(namespace, actor, request).await;
+        self.telemetry.claim_result(&answer, started.elapsed());
+        answer
+    }
+
+    /// One claim, uncounted: `begin` and `begin_waiting` count the answer they give.
+    async fn claim_once(
         &self,
         namespace: &Namespace,
         actor: &str,
@@ -161,6 +192,7 @@ impl Ledger {
             .cloned()
             .collect();
         self.store.append_events(&quiet).await?;
+        self.telemetry.events_committed(committed(&decision));
         Ok(decision.outcome)
     }
 
@@ -175,14 +207,20 @@ impl Ledger {
         wait: Duration,
     ) -> Result<Claim, LedgerError> {
         let deadline = Instant::now() + wait;
-        let mut claim = self.begin(namespace, actor, request.clone()).await?;
-        while let Some(id) = unsettled(&claim) {
-            if !self.wait_until_settled(id, deadline).await? {
-                break;
+        let mut started = Instant::now();
+        let mut answer = self.claim_once(namespace, actor, request.clone()).await;
+        while let Some(id) = answer.as_ref().ok().and_then(unsettled) {
+            match self.wait_until_settled(id, deadline).await {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(error) => return Err(error),
             }
-            claim = self.begin(namespace, actor, request.clone()).await?;
+            started = Instant::now();
+            answer = self.claim_once(namespace, actor, request.clone()).await;
         }
-        Ok(claim)
+        // Only the answer given counts, and its latency is the last claim's, not the wait.
+        self.telemetry.claim_result(&answer, started.elapsed());
+        answer
     }
 
     /// Polls the operation until it leaves `pending` (or its lease runs out) and
@@ -274,6 +312,7 @@ impl Ledger {
             .report(namespace, id, token, &report, actor)
             .await?
             .ok_or(LedgerError::NotFound)?;
+        self.telemetry.events_committed(committed(&decision));
         Ok(decision.outcome?)
     }
 
@@ -316,7 +355,9 @@ impl Ledger {
 
     /// One round of the lease reaper: up to `limit` expired leases become `unknown`.
     pub async fn expire_leases(&self, limit: u32) -> Result<usize, LedgerError> {
-        Ok(self.store.expire_leases(limit).await?)
+        let expired = self.store.expire_leases(limit).await?;
+        self.telemetry.marked_unknown(expired as u64);
+        Ok(expired)
     }
 
     /// Registers or replaces a tool after checking its policy.

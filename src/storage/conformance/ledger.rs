@@ -36,7 +36,7 @@ where
     database.close().await;
 }
 
-fn request(namespace: &str, key: &str, tool: &str) -> ClaimRequest {
+pub(super) fn request(namespace: &str, key: &str, tool: &str) -> ClaimRequest {
     let tool = ToolName::try_from(tool).unwrap();
     let args = json!({ "order_id": key, "amount_cents": 500 });
     ClaimRequest {
@@ -60,7 +60,7 @@ fn fresh() -> Fresh {
     }
 }
 
-async fn start(
+pub(super) async fn start(
     store: &dyn LedgerStore,
     request: &ClaimRequest,
 ) -> (app::ledger::Operation, String) {

@@ -3,6 +3,7 @@
 
 mod identity;
 mod ledger;
+mod metrics;
 
 /// Runs each named check once per backend, through the given runner.
 macro_rules! conformance {

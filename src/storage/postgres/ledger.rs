@@ -23,7 +23,7 @@ use crate::storage::operation_rows::{
 use crate::storage::store_error;
 
 /// The database's clock, shared by every idem process.
-async fn now(tx: &mut PgConnection) -> Result<DateTime<Utc>, StoreError> {
+pub(super) async fn now(tx: &mut PgConnection) -> Result<DateTime<Utc>, StoreError> {
     let (now,): (DateTime<Utc>,) = sqlx::query_as("select clock_timestamp()")
         .fetch_one(tx)
         .await
@@ -32,7 +32,7 @@ async fn now(tx: &mut PgConnection) -> Result<DateTime<Utc>, StoreError> {
 }
 
 impl PostgresStore {
-    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+    pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
         self.pool.begin().await.map_err(store_error)
     }
 }

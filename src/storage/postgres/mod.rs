@@ -9,6 +9,7 @@ use super::{store_error, OpenError};
 
 mod identity;
 mod ledger;
+mod metrics;
 
 /// The PostgreSQL implementation of every storage port.
 #[derive(Clone)]

@@ -22,14 +22,14 @@ use crate::storage::operation_rows::{
 use crate::storage::store_error;
 
 /// Now, at the precision both databases keep (microseconds).
-async fn now(_: &mut SqliteConnection) -> Result<DateTime<Utc>, StoreError> {
+pub(super) async fn now(_: &mut SqliteConnection) -> Result<DateTime<Utc>, StoreError> {
     Ok(Utc::now()
         .duration_trunc(TimeDelta::microseconds(1))
         .unwrap_or_else(|_| Utc::now()))
 }
 
 impl SqliteStore {
-    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+    pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         self.writer
             .begin_with("BEGIN IMMEDIATE")
             .await

@@ -12,6 +12,7 @@ use super::{store_error, OpenError};
 
 mod identity;
 mod ledger;
+mod metrics;
 
 /// The SQLite implementation of every storage port.
 ///

@@ -1,0 +1,119 @@
+//! `GET /v1/metrics` (what idem prevented and what waits, from the ledger) and `GET /metrics`
+//! (this process's counters in the Prometheus text format, for scrapers).
+
+use app::domain::Namespace;
+use app::ledger::metrics::{MetricsError, MetricsReport};
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Deserialize;
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::json::AppJson;
+use super::operations::visible_namespace;
+use crate::startup::AppState;
+
+/// `/v1/metrics` and `/metrics`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/metrics", get(metrics))
+        .route("/metrics", get(prometheus))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct MetricsParams {
+    /// `<N>m`, `<N>h` or `<N>d`, from 1 minute to 30 days; default `24h`.
+    #[param(example = "24h")]
+    window: Option<String>,
+    /// Only this namespace (people). An agent always gets its own namespace; asking for
+    /// another one answers zeros, as for a namespace with no activity.
+    #[param(value_type = Option<Namespace>)]
+    namespace: Option<String>,
+}
+
+impl From<MetricsError> for ApiError {
+    fn from(error: MetricsError) -> Self {
+        match error {
+            MetricsError::InvalidWindow(invalid) => {
+                ApiError::bad_request("invalid_window", invalid.to_string())
+            }
+            MetricsError::Store(inner) => inner.into(),
+        }
+    }
+}
+
+/// Duplicates prevented, mismatches, reconciliation latency and manual interventions over a
+/// window, with a series of equal buckets (oldest first, zeros included); and what waits now
+/// (`unknown_now`, `stuck_unknown`, `awaiting_approval`).
+#[utoipa::path(
+    get,
+    path = "/v1/metrics",
+    operation_id = "read_metrics",
+    tag = "metrics",
+    security(("api_key" = []), ("session" = [])),
+    params(MetricsParams),
+    responses(
+        (status = 200, body = MetricsReport,
+            description = "The window's counters, the gauges of now, and the series: buckets \
+                of 5 minutes (windows up to 2h), 1 hour (up to 2d) or 6 hours, laid back from \
+                the end of the current minute; the oldest may be shorter"),
+        (status = 400, body = ErrorBody,
+            description = "`invalid_window` or `invalid_namespace`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+pub(crate) async fn metrics(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<MetricsParams>,
+) -> ApiResult<AppJson<MetricsReport>> {
+    let asked = params
+        .namespace
+        .map(Namespace::try_from)
+        .transpose()
+        .map_err(|e| ApiError::bad_request("invalid_namespace", e.to_string()))?;
+    let namespace = match visible_namespace(&caller)? {
+        // An agent's scope is its namespace, whatever it asks for.
+        Some(own) if asked.as_ref().is_some_and(|asked| asked != own) => {
+            let nobody = state.metrics.empty(params.window.as_deref())?;
+            return Ok(AppJson(nobody));
+        }
+        Some(own) => Some(own.clone()),
+        None => asked,
+    };
+    let report = state
+        .metrics
+        .read(namespace.as_ref(), params.window.as_deref())
+        .await?;
+    Ok(AppJson(report))
+}
+
+/// This process's counters and histograms in the Prometheus text format (version 0.0.4):
+/// claims by outcome, replays, in-flight rejections, mismatches, operations marked
+/// `unknown`, reconciliations by result, manual interventions by kind, claim and
+/// reconciliation latency. Open to any caller, like `/healthz`: it carries no namespace,
+/// key or argument, only process-wide counts.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "prometheus_metrics",
+    tag = "metrics",
+    responses(
+        (status = 200, content_type = "text/plain; version=0.0.4", body = String,
+            description = "Prometheus text exposition"),
+    )
+)]
+pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
+    let content_type = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
+    (
+        [(header::CONTENT_TYPE, content_type)],
+        state.ledger.telemetry().render(),
+    )
+        .into_response()
+}

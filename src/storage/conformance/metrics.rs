@@ -1,0 +1,184 @@
+//! Metrics: the per-minute roll-up changes no answer, folds each minute once, and keeps
+//! namespaces apart.
+
+use app::domain::Namespace;
+use app::ledger::metrics::{MetricsReport, MetricsWindow};
+use app::ledger::{Event, EventKind};
+use chrono::{TimeDelta, Utc};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::conformance;
+use super::ledger::{request, start};
+use crate::storage::testing::{Backend, TestDatabase};
+use crate::storage::Database;
+
+conformance!(
+    run;
+    folding_past_minutes_changes_no_answer_and_folds_each_minute_once,
+);
+
+async fn run<F, Fut>(backend: Backend, check: F)
+where
+    F: FnOnce(Backend, TestDatabase, Database) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let db = TestDatabase::create(backend).await;
+    let database = Database::open(db.url())
+        .await
+        .expect("open the test database");
+    check(backend, db, database.clone()).await;
+    database.close().await;
+}
+
+/// Runs a statement without parameters, and returns the first column of its first row if
+/// it has one; the statements here are the same text on both databases.
+async fn sql(backend: Backend, db: &TestDatabase, statement: &str) -> Option<i64> {
+    match backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
+            let row: Option<(i64,)> = sqlx::query_as(statement)
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+            row.map(|(value,)| value)
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
+            let row: Option<(i64,)> = sqlx::query_as(statement)
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+            row.map(|(value,)| value)
+        }
+    }
+}
+
+fn event(operation: Uuid, minutes_ago: i64, kind: EventKind, detail: serde_json::Value) -> Event {
+    Event {
+        operation_id: operation,
+        at: Utc::now() - TimeDelta::minutes(minutes_ago),
+        kind,
+        actor: "system".into(),
+        detail,
+    }
+}
+
+/// The counters of every bucket, oldest first.
+fn series_counts(report: &MetricsReport) -> Vec<(u64, u64, u64, u64)> {
+    report
+        .series
+        .iter()
+        .map(|b| {
+            let c = &b.counters;
+            (
+                c.duplicates_prevented,
+                c.mismatches_rejected,
+                c.manual_interventions,
+                c.reconciliations,
+            )
+        })
+        .collect()
+}
+
+async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
+    backend: Backend,
+    db: TestDatabase,
+    database: Database,
+) {
+    let (ledger, metrics) = (database.ledger_store(), database.metrics_store());
+    let (billing_op, _) = start(ledger.as_ref(), &request("billing", "order-1", "refund")).await;
+    let (support_op, _) = start(ledger.as_ref(), &request("support", "order-2", "refund")).await;
+    // As if the roll-up had last run 90 minutes ago, so the events below are all its to fold.
+    sql(
+        backend,
+        &db,
+        "update metrics_rollup set rolled_until = rolled_until - 90",
+    )
+    .await;
+    let (billing, support) = (billing_op.id, support_op.id);
+    ledger
+        .append_events(&[
+            event(billing, 80, EventKind::Replayed, json!({})),
+            event(billing, 30, EventKind::Replayed, json!({})),
+            event(billing, 30, EventKind::InFlightRejected, json!({})),
+            event(billing, 30, EventKind::Completed, json!({})),
+            event(billing, 5, EventKind::MismatchRejected, json!({})),
+            event(billing, 0, EventKind::Resolved, json!({})),
+            event(support, 45, EventKind::BlockedUnknown, json!({})),
+            event(
+                support,
+                20,
+                EventKind::Reconciled,
+                json!({ "found": true, "unknown_for_ms": 700 }),
+            ),
+        ])
+        .await
+        .unwrap();
+    let day = MetricsWindow::default();
+    let support_ns = Namespace::try_from("support").unwrap();
+    let before = metrics.metrics(None, &day).await.unwrap();
+    let support_before = metrics.metrics(Some(&support_ns), &day).await.unwrap();
+
+    // Two rounds at once (two processes): each minute is folded by one of them.
+    let (one, two) = tokio::join!(metrics.roll_up(), metrics.roll_up());
+    let (one, two) = (one.unwrap(), two.unwrap());
+    assert_eq!(one.max(two), 60, "an hour per round at most");
+    let mut total = one + two;
+    loop {
+        let folded = metrics.roll_up().await.unwrap();
+        if folded == 0 {
+            break;
+        }
+        total += folded;
+    }
+    assert!((88..=90).contains(&total), "up to two minutes ago: {total}");
+    let rows = sql(backend, &db, "select count(*) from event_minutes").await;
+    assert_eq!(
+        rows,
+        Some(5),
+        "replayed ×2 minutes, in flight, blocked unknown, mismatch"
+    );
+
+    let after = metrics.metrics(None, &day).await.unwrap();
+    let support_after = metrics.metrics(Some(&support_ns), &day).await.unwrap();
+    for (before, after) in [(&before, &after), (&support_before, &support_after)] {
+        assert_eq!(before.totals, after.totals);
+        if before.to == after.to {
+            assert_eq!(series_counts(before), series_counts(after));
+        }
+    }
+    let totals = &after.totals;
+    assert_eq!(
+        (
+            totals.duplicates_prevented,
+            totals.in_flight_rejected,
+            totals.mismatches_rejected
+        ),
+        (4, 1, 1)
+    );
+    assert_eq!(
+        (totals.manual_interventions, totals.reconciliations),
+        (1, 1)
+    );
+    assert_eq!(totals.reconciliation_latency_ms.p50, Some(700));
+    let support_totals = &support_after.totals;
+    assert_eq!(
+        (
+            support_totals.duplicates_prevented,
+            support_totals.mismatches_rejected
+        ),
+        (1, 0)
+    );
+    assert_eq!(support_totals.reconciliations, 1);
+    let last_hour = metrics
+        .metrics(None, &MetricsWindow::try_from("1h").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        last_hour.totals.duplicates_prevented, 3,
+        "the replay of 80 minutes ago is out"
+    );
+}

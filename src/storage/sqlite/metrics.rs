@@ -1,0 +1,22 @@
+//! The metrics on SQLite. Times are stored as RFC 3339 text, which `strftime('%s', …)` reads.
+
+use app::domain::Namespace;
+use app::ledger::metrics::{
+    assemble, minute_start, next_rollup, Gauges, KindCount, MetricsReport, MetricsStore,
+    MetricsWindow, ReconciledSample, SeriesPlan,
+};
+use app::store_error::StoreError;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+use sqlx::SqliteConnection;
+
+use super::ledger::now;
+use super::SqliteStore;
+use crate::storage::metrics_sql::{
+    fold, impl_metrics_store, raw_counts, FOLDED_COUNTS, GAUGES, RECONCILED,
+};
+use crate::storage::store_error;
+
+impl_metrics_store!(store: SqliteStore, conn: SqliteConnection,
+    minute: "(cast(strftime('%s', e.at) as integer) / 60)", lock: "", reader: reader);
