@@ -2,6 +2,7 @@
 //! listener. `Application::build` binds first, so tests can start it on port 0 and ask for
 //! the port.
 
+use app::audit::{actions, AuditLog, PersonAction};
 use app::identity::{Identity, IdentityPolicy, SessionCookie};
 use app::ledger::Ledger;
 use app::{shell, App};
@@ -25,12 +26,13 @@ use tower_http::trace::TraceLayer;
 use crate::config::ServeConfig;
 use crate::http;
 use crate::storage::Database;
-use crate::workers::LeaseReaper;
+use crate::workers::{ApprovalWebhook, LeaseReaper, WebhookQueue};
 
 /// What every handler and server function can reach.
 #[derive(Clone)]
 pub struct AppState {
     pub database: Database,
+    pub audit: AuditLog,
     pub identity: Identity,
     pub ledger: Ledger,
     pub session_cookie: SessionCookie,
@@ -49,6 +51,7 @@ pub struct Application {
     router: Router,
     state: AppState,
     lease_reaper_interval: Duration,
+    approval_webhook: Option<ApprovalWebhook>,
 }
 
 impl Application {
@@ -57,18 +60,29 @@ impl Application {
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
         let database = Database::open(&config.database.database_url).await?;
         let identity = Identity::new(database.identity_store(), IdentityPolicy::default());
+        let audit = AuditLog::new(database.audit_store());
         if let Some(password) = identity.ensure_first_admin().await? {
             tracing::warn!(
                 username = "admin",
                 password = %password,
                 "created the first user; sign in and change this password (it is shown only once)"
             );
+            audit.record(first_admin_created()).await;
         }
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
+        let mut ledger = Ledger::new(database.ledger_store());
+        let approval_webhook = match approval_webhook(&config)? {
+            Some((queue, worker)) => {
+                ledger = ledger.with_approval_notifier(queue);
+                Some(worker)
+            }
+            None => None,
+        };
         let state = AppState {
-            ledger: Ledger::new(database.ledger_store()),
+            ledger,
             database,
+            audit,
             identity,
             session_cookie: SessionCookie {
                 secure: config.serves_https(),
@@ -81,6 +95,7 @@ impl Application {
             router,
             state,
             lease_reaper_interval: Duration::from_millis(config.lease_reaper_interval_ms.max(10)),
+            approval_webhook,
         })
     }
 
@@ -109,6 +124,9 @@ impl Application {
         tracing::info!(address = %self.local_addr(), "idem is listening");
         let (stop_workers, stop) = tokio::sync::watch::channel(false);
         let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
+        let webhook = self
+            .approval_webhook
+            .map(|worker| tokio::spawn(worker.run(stop.clone())));
         let reaper = tokio::spawn(reaper.run(stop));
         let service = self
             .router
@@ -118,9 +136,55 @@ impl Application {
             .await?;
         let _ = stop_workers.send(true);
         let _ = reaper.await;
+        if let Some(webhook) = webhook {
+            let _ = webhook.await;
+        }
         self.state.database.close().await;
         tracing::info!("idem stopped");
         Ok(())
+    }
+}
+
+/// The HTTP client for calls idem makes itself; one per process, so connections are pooled.
+fn outbound_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .user_agent(concat!("idem/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// The approval webhook's worker and the queue the ledger feeds, if a URL is configured.
+fn approval_webhook(
+    config: &ServeConfig,
+) -> anyhow::Result<Option<(std::sync::Arc<WebhookQueue>, ApprovalWebhook)>> {
+    let Some(url) = config.approval_webhook_url.as_deref() else {
+        return Ok(None);
+    };
+    let url = reqwest::Url::parse(url)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https"))
+        .ok_or_else(|| anyhow::anyhow!("IDEM_APPROVAL_WEBHOOK_URL must be an http(s) URL"))?;
+    let client = outbound_client()?;
+    let delays = config
+        .approval_webhook_retry_ms
+        .iter()
+        .map(|ms| Duration::from_millis(*ms))
+        .collect();
+    Ok(Some(ApprovalWebhook::new(
+        client,
+        url,
+        config.public_url.as_deref(),
+        delays,
+    )))
+}
+
+/// The audit entry of the bootstrap: the system made the first admin.
+fn first_admin_created() -> PersonAction {
+    PersonAction {
+        actor: "system".into(),
+        address: None,
+        action: actions::USER_CREATED,
+        subject: "user:admin".into(),
+        detail: serde_json::json!({ "role": "admin", "first_user": true }),
     }
 }
 
@@ -139,6 +203,7 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
         let state = state.clone();
         move || {
             provide_context(state.identity.clone());
+            provide_context(state.audit.clone());
             provide_context(state.session_cookie);
         }
     };

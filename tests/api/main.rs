@@ -4,6 +4,7 @@
 mod helpers;
 
 mod approvals;
+mod audit;
 mod auth;
 mod cli;
 mod errors;
@@ -15,3 +16,4 @@ mod processes;
 mod roles;
 mod security;
 mod ui;
+mod webhook;

@@ -9,11 +9,11 @@ use uuid::Uuid;
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation};
+use super::notify::{newly_requested, ApprovalNotifier};
+use super::prepare::{check_request, prepare_claim};
 use super::store::{LedgerStore, OperationFilter, RegisteredTool};
 use super::verdict::{Verdict, VerdictRefused};
-use crate::domain::{
-    self, Fingerprint, KeyChoice, Namespace, OperationStatus, ToolName, ToolPolicy,
-};
+use crate::domain::{Namespace, OperationStatus, ToolName, ToolPolicy};
 use crate::store_error::StoreError;
 
 /// A claim as the agent sent it, before any checks.
@@ -50,7 +50,7 @@ pub enum LedgerError {
 }
 
 impl LedgerError {
-    fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+    pub(super) fn invalid(code: &'static str, message: impl Into<String>) -> Self {
         LedgerError::Invalid {
             code,
             message: message.into(),
@@ -62,6 +62,7 @@ impl LedgerError {
 #[derive(Clone)]
 pub struct Ledger {
     store: Arc<dyn LedgerStore>,
+    notifier: Option<Arc<dyn ApprovalNotifier>>,
 }
 
 /// The operation a claim is waiting on, if it waits at all.
@@ -81,7 +82,16 @@ const CLAIM_ATTEMPTS: usize = 3;
 impl Ledger {
     /// The service over a store.
     pub fn new(store: Arc<dyn LedgerStore>) -> Self {
-        Self { store }
+        Self {
+            store,
+            notifier: None,
+        }
+    }
+
+    /// The same ledger, telling `notifier` of each request for approval it creates.
+    pub fn with_approval_notifier(mut self, notifier: Arc<dyn ApprovalNotifier>) -> Self {
+        self.notifier = Some(notifier);
+        self
     }
 
     /// Begins (or replays) an operation for an agent of `namespace`.
@@ -105,6 +115,9 @@ impl Ledger {
                 other => break other?,
             }
         };
+        if let (Some(notifier), Some(operation)) = (&self.notifier, newly_requested(&decision)) {
+            notifier.approval_requested(operation);
+        }
         let quiet: Vec<Event> = decision
             .events
             .iter()
@@ -158,50 +171,20 @@ impl Ledger {
         }
     }
 
-    /// Checks and normalises a claim: tool name, args, the key, the fingerprint, redaction.
+    /// Checks and normalises a claim (see [`check_request`] and [`prepare_claim`]) under the
+    /// tool's registered policy, or the default one.
     async fn prepare(
         &self,
         namespace: &Namespace,
         request: BeginRequest,
     ) -> Result<ClaimRequest, LedgerError> {
-        let tool = ToolName::try_from(request.tool.as_str())
-            .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
-        if !request.args.is_object() {
-            return Err(LedgerError::invalid(
-                "invalid_args",
-                "args must be a JSON object",
-            ));
-        }
-        domain::check_depth(&request.args, domain::MAX_DEPTH)
-            .map_err(|e| LedgerError::invalid("json_too_deep", e.to_string()))?;
+        let tool = check_request(&request)?;
         let policy = self
             .store
             .tool(&tool)
             .await?
             .unwrap_or_else(ToolPolicy::default_for_unregistered);
-        let choice = KeyChoice {
-            header: request.header_key.as_deref(),
-            key: request.body_key.as_deref(),
-            business_key: request.business_key.as_deref(),
-            run_id: request.run_id.as_deref(),
-            step: request.step,
-        };
-        let (key, key_source) = choice
-            .resolve(&tool, &request.args, &policy)
-            .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
-        let fingerprint = Fingerprint::compute(&tool, &request.args, &policy.ignore_fields);
-        let args = domain::redact(&request.args, &policy.redact_fields);
-        Ok(ClaimRequest {
-            namespace: namespace.clone(),
-            key,
-            key_source,
-            tool,
-            policy,
-            fingerprint,
-            args,
-            run_id: request.run_id,
-            step: request.step,
-        })
+        prepare_claim(namespace, tool, request, policy)
     }
 
     /// Records a lease holder's report (`complete` or `unknown`).

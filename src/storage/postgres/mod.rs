@@ -10,6 +10,8 @@ use super::{store_error, OpenError};
 mod identity;
 mod ledger;
 
+use crate::storage::audit_sql::impl_audit_store;
+
 /// The PostgreSQL implementation of every storage port.
 #[derive(Clone)]
 pub struct PostgresStore {
@@ -44,3 +46,5 @@ impl PostgresStore {
         self.pool.close().await;
     }
 }
+
+impl_audit_store!(store: PostgresStore, reader: pool, writer: pool);

@@ -13,6 +13,8 @@ use super::{store_error, OpenError};
 mod identity;
 mod ledger;
 
+use crate::storage::audit_sql::impl_audit_store;
+
 /// The SQLite implementation of every storage port.
 ///
 /// SQLite allows one writer at a time, so all writes go through a pool of exactly one
@@ -66,3 +68,5 @@ impl SqliteStore {
         self.reader.close().await;
     }
 }
+
+impl_audit_store!(store: SqliteStore, reader: reader, writer: writer);
