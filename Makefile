@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/.ci/tools/node_modules/.bin:$(PATH)
 export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run build test tools test-tools check test-rust test-e2e clean-data
+.PHONY: run build test tools test-tools check test-rust test-e2e fuzz clean-data
 
 ## run: build the release and serve on 127.0.0.1:3000 with SQLite in ./idem.db
 run: build
@@ -44,6 +44,23 @@ test-rust:
 
 test-e2e:
 	cd end2end && npx playwright test
+
+# Fuzzing (not part of `make test`): each target for FUZZ_SECONDS, on stable Rust
+# (RUSTC_BOOTSTRAP lets cargo-fuzz pass its -Z flags). New inputs it finds are kept in
+# tests/fuzz/corpus/; a crash stops it and leaves the input in tests/fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := canonical_json claim_body
+
+## fuzz: run every cargo-fuzz target for FUZZ_SECONDS (default 60) each
+fuzz:
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
+	@for target in $(FUZZ_TARGETS); do \
+	  mkdir -p tests/fuzz/corpus/$$target; \
+	  echo "fuzzing $$target for $(FUZZ_SECONDS) s"; \
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir tests/fuzz --sanitizer none $$target \
+	    tests/fuzz/corpus/$$target tests/fuzz/seeds/$$target \
+	    -- -max_total_time=$(FUZZ_SECONDS) -max_len=8192 || exit 1; \
+	done
 
 clean-data:
 	rm -f idem.db idem.db-wal idem.db-shm

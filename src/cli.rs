@@ -1,9 +1,11 @@
 //! The command line: `serve`, `migrate`, `keys`, `users`, `sandbox-provider`.
 
 use anyhow::{bail, Context};
+use app::audit::{actions, AuditLog, PersonAction};
 use app::domain::{Namespace, Role, Username};
 use app::identity::{Identity, IdentityPolicy};
 use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
 use std::io::BufRead;
 use std::process::ExitCode;
 use uuid::Uuid;
@@ -158,6 +160,20 @@ async fn identity(args: &DatabaseArgs) -> anyhow::Result<(Database, Identity)> {
     Ok((database, identity))
 }
 
+/// Writes what the command line did to the audit log, as actor `cli` with no address (whoever
+/// runs it already has the database).
+async fn audit(db: &Database, action: &'static str, subject: String, detail: Value) {
+    let log = AuditLog::new(db.audit_store());
+    log.record(PersonAction {
+        actor: "cli".into(),
+        address: None,
+        action,
+        subject,
+        detail,
+    })
+    .await;
+}
+
 async fn keys(command: KeysCommand) -> anyhow::Result<()> {
     match command {
         KeysCommand::Create {
@@ -167,7 +183,15 @@ async fn keys(command: KeysCommand) -> anyhow::Result<()> {
         } => {
             let namespace = Namespace::try_from(namespace)?;
             let (db, identity) = identity(&database).await?;
-            let (_, secret) = identity.create_api_key(namespace, name).await?;
+            let (info, secret) = identity.create_api_key(namespace, name).await?;
+            let detail = json!({ "namespace": info.namespace, "name": info.name });
+            audit(
+                &db,
+                actions::API_KEY_CREATED,
+                format!("api_key:{}", info.id),
+                detail,
+            )
+            .await;
             println!("{}", secret.expose());
             db.close().await;
         }
@@ -196,6 +220,15 @@ async fn keys(command: KeysCommand) -> anyhow::Result<()> {
         KeysCommand::Revoke { id, database } => {
             let (db, identity) = identity(&database).await?;
             let exists = identity.revoke_api_key(id).await?;
+            if exists {
+                audit(
+                    &db,
+                    actions::API_KEY_REVOKED,
+                    format!("api_key:{id}"),
+                    json!({}),
+                )
+                .await;
+            }
             db.close().await;
             if !exists {
                 bail!("no API key with id {id}");
@@ -219,6 +252,9 @@ async fn users(command: UsersCommand) -> anyhow::Result<()> {
             let password = read_password()?;
             let (db, identity) = identity(&database).await?;
             let user = identity.create_user(username, role, &password).await?;
+            let subject = format!("user:{}", user.username);
+            let detail = json!({ "role": user.role });
+            audit(&db, actions::USER_CREATED, subject, detail).await;
             db.close().await;
             println!("created {} ({})", user.username, user.role);
         }
@@ -236,6 +272,8 @@ async fn users(command: UsersCommand) -> anyhow::Result<()> {
             let password = read_password()?;
             let (db, identity) = identity(&database).await?;
             identity.set_password(&username, &password).await?;
+            let subject = format!("user:{username}");
+            audit(&db, actions::PASSWORD_CHANGED, subject, json!({})).await;
             db.close().await;
             println!("password changed for {username}; their sessions have ended");
         }

@@ -54,6 +54,20 @@ pub struct ServeConfig {
     #[arg(long, env = "IDEM_RECONCILE_INTERVAL_MS", default_value_t = 1000)]
     pub reconcile_interval_ms: u64,
 
+    /// POST every new request for approval here as JSON (retried, never blocking the claim).
+    #[arg(long, env = "IDEM_APPROVAL_WEBHOOK_URL")]
+    pub approval_webhook_url: Option<String>,
+
+    /// Pauses before each retry of a failed webhook delivery, in milliseconds, comma-separated;
+    /// after the last, the delivery is given up.
+    #[arg(
+        long,
+        env = "IDEM_APPROVAL_WEBHOOK_RETRY_MS",
+        value_delimiter = ',',
+        default_value = "1000,5000,30000,120000"
+    )]
+    pub approval_webhook_retry_ms: Vec<u64>,
+
     /// Log as JSON lines instead of text.
     #[arg(long, env = "IDEM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -74,6 +88,8 @@ impl ServeConfig {
             lease_reaper_interval_ms: 200,
             metrics_rollup_interval_ms: 1000,
             reconcile_interval_ms: 200,
+            approval_webhook_url: None,
+            approval_webhook_retry_ms: vec![20, 20, 20, 20],
             log_format: "text".into(),
         }
     }

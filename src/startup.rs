@@ -2,6 +2,7 @@
 //! listener. `Application::build` binds first, so tests can start it on port 0 and ask for
 //! the port.
 
+use app::audit::{actions, AuditLog, PersonAction};
 use app::identity::{Identity, IdentityPolicy, SessionCookie};
 use app::ledger::metrics::Metrics;
 use app::ledger::Ledger;
@@ -28,12 +29,13 @@ use crate::config::ServeConfig;
 use crate::http;
 use crate::provider::HttpProvider;
 use crate::storage::Database;
-use crate::workers::{LeaseReaper, MetricsRollup, Reconciler};
+use crate::workers::{ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler, WebhookQueue};
 
 /// What every handler and server function can reach.
 #[derive(Clone)]
 pub struct AppState {
     pub database: Database,
+    pub audit: AuditLog,
     pub identity: Identity,
     pub ledger: Ledger,
     pub metrics: Metrics,
@@ -55,6 +57,7 @@ pub struct Application {
     lease_reaper_interval: Duration,
     metrics_rollup_interval: Duration,
     reconcile_interval: Duration,
+    approval_webhook: Option<ApprovalWebhook>,
 }
 
 impl Application {
@@ -63,20 +66,30 @@ impl Application {
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
         let database = Database::open(&config.database.database_url).await?;
         let identity = Identity::new(database.identity_store(), IdentityPolicy::default());
+        let audit = AuditLog::new(database.audit_store());
         if let Some(password) = identity.ensure_first_admin().await? {
             tracing::warn!(
                 username = "admin",
                 password = %password,
                 "created the first user; sign in and change this password (it is shown only once)"
             );
+            audit.record(first_admin_created()).await;
         }
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
+        let mut ledger = Ledger::new(database.ledger_store());
+        let approval_webhook = match approval_webhook(&config)? {
+            Some((queue, worker)) => {
+                ledger = ledger.with_approval_notifier(queue);
+                Some(worker)
+            }
+            None => None,
+        };
         let state = AppState {
-            ledger: Ledger::new(database.ledger_store())
-                .with_provider(Arc::new(HttpProvider::new()?)),
+            ledger: ledger.with_provider(Arc::new(HttpProvider::new()?)),
             metrics: Metrics::new(database.metrics_store()),
             database,
+            audit,
             identity,
             session_cookie: SessionCookie {
                 secure: config.serves_https(),
@@ -93,6 +106,7 @@ impl Application {
                 config.metrics_rollup_interval_ms.max(10),
             ),
             reconcile_interval: Duration::from_millis(config.reconcile_interval_ms.max(10)),
+            approval_webhook,
         })
     }
 
@@ -121,6 +135,9 @@ impl Application {
         tracing::info!(address = %self.local_addr(), "idem is listening");
         let (stop_workers, stop) = tokio::sync::watch::channel(false);
         let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
+        let webhook = self
+            .approval_webhook
+            .map(|worker| tokio::spawn(worker.run(stop.clone())));
         let reaper = tokio::spawn(reaper.run(stop.clone()));
         let rollup = MetricsRollup::new(self.state.metrics.clone(), self.metrics_rollup_interval);
         let rollup = tokio::spawn(rollup.run(stop.clone()));
@@ -136,9 +153,55 @@ impl Application {
         let _ = reaper.await;
         let _ = rollup.await;
         let _ = reconciler.await;
+        if let Some(webhook) = webhook {
+            let _ = webhook.await;
+        }
         self.state.database.close().await;
         tracing::info!("idem stopped");
         Ok(())
+    }
+}
+
+/// The HTTP client for calls idem makes itself; one per process, so connections are pooled.
+fn outbound_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .user_agent(concat!("idem/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// The approval webhook's worker and the queue the ledger feeds, if a URL is configured.
+fn approval_webhook(
+    config: &ServeConfig,
+) -> anyhow::Result<Option<(std::sync::Arc<WebhookQueue>, ApprovalWebhook)>> {
+    let Some(url) = config.approval_webhook_url.as_deref() else {
+        return Ok(None);
+    };
+    let url = reqwest::Url::parse(url)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https"))
+        .ok_or_else(|| anyhow::anyhow!("IDEM_APPROVAL_WEBHOOK_URL must be an http(s) URL"))?;
+    let client = outbound_client()?;
+    let delays = config
+        .approval_webhook_retry_ms
+        .iter()
+        .map(|ms| Duration::from_millis(*ms))
+        .collect();
+    Ok(Some(ApprovalWebhook::new(
+        client,
+        url,
+        config.public_url.as_deref(),
+        delays,
+    )))
+}
+
+/// The audit entry of the bootstrap: the system made the first admin.
+fn first_admin_created() -> PersonAction {
+    PersonAction {
+        actor: "system".into(),
+        address: None,
+        action: actions::USER_CREATED,
+        subject: "user:admin".into(),
+        detail: serde_json::json!({ "role": "admin", "first_user": true }),
     }
 }
 
@@ -157,6 +220,7 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
         let state = state.clone();
         move || {
             provide_context(state.identity.clone());
+            provide_context(state.audit.clone());
             provide_context(state.session_cookie);
         }
     };

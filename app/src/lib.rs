@@ -8,6 +8,8 @@ pub mod server_fns;
 mod shell;
 
 #[cfg(feature = "ssr")]
+pub mod audit;
+#[cfg(feature = "ssr")]
 pub mod identity;
 #[cfg(feature = "ssr")]
 pub mod ledger;

@@ -1,6 +1,7 @@
 //! Administration over REST (admin only): API keys and users. The same actions exist on the
 //! command line (`idem keys …`, `idem users …`).
 
+use app::audit::actions;
 use app::domain::{ApiKeyInfo, Namespace, Permission, Role, UserInfo, Username};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -8,8 +9,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::Router;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use uuid::Uuid;
 
+use super::audit::ClientAddress;
 use super::auth::Person;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
@@ -69,12 +72,17 @@ struct KeyList {
 async fn create_key(
     State(state): State<AppState>,
     person: Person,
+    address: ClientAddress,
     AppJson(body): AppJson<CreateKeyRequest>,
 ) -> ApiResult<Response> {
     person.require(Permission::Administer)?;
     let namespace = Namespace::try_from(body.namespace)
         .map_err(|e| ApiError::bad_request("invalid_namespace", e.to_string()))?;
     let (api_key, secret) = state.identity.create_api_key(namespace, body.name).await?;
+    let detail = json!({ "namespace": api_key.namespace, "name": api_key.name });
+    let subject = format!("api_key:{}", api_key.id);
+    let action = person.did(address, actions::API_KEY_CREATED, subject, detail);
+    state.audit.record(action).await;
     let created = CreatedKey {
         key: secret.expose().to_owned(),
         api_key,
@@ -124,11 +132,19 @@ async fn list_keys(State(state): State<AppState>, person: Person) -> ApiResult<A
 async fn revoke_key(
     State(state): State<AppState>,
     person: Person,
+    address: ClientAddress,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     person.require(Permission::Administer)?;
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound("no such API key"))?;
     if state.identity.revoke_api_key(id).await? {
+        let action = person.did(
+            address,
+            actions::API_KEY_REVOKED,
+            format!("api_key:{id}"),
+            json!({}),
+        );
+        state.audit.record(action).await;
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound("no such API key"))
@@ -181,6 +197,7 @@ struct CreatedUser {
 async fn create_user(
     State(state): State<AppState>,
     person: Person,
+    address: ClientAddress,
     AppJson(body): AppJson<CreateUserRequest>,
 ) -> ApiResult<Response> {
     person.require(Permission::Administer)?;
@@ -194,6 +211,10 @@ async fn create_user(
         .identity
         .create_user(username, role, &body.password)
         .await?;
+    let subject = format!("user:{}", user.username);
+    let detail = json!({ "role": user.role });
+    let action = person.did(address, actions::USER_CREATED, subject, detail);
+    state.audit.record(action).await;
     Ok((StatusCode::CREATED, AppJson(CreatedUser { user })).into_response())
 }
 

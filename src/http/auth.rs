@@ -166,10 +166,13 @@ async fn login(
     AppJson(body): AppJson<LoginRequest>,
 ) -> ApiResult<Response> {
     let address = Some(peer.ip());
-    let (user, token) = state
+    let outcome = state
         .identity
         .login(&body.username, &body.password, address)
-        .await?;
+        .await;
+    let tried = outcome.as_ref().map(|(user, _)| user);
+    state.audit.login(&body.username, address, tried).await;
+    let (user, token) = outcome?;
     let cookie = state
         .session_cookie
         .set(token.expose(), state.identity.session_lifetime());

@@ -1,6 +1,7 @@
 //! The REST API: one `router()` per module, merged here, every error in the contract's shape.
 
 mod admin;
+pub mod audit;
 pub mod auth;
 pub mod csrf;
 pub mod error;
@@ -10,6 +11,7 @@ pub mod json;
 mod metrics;
 mod openapi;
 mod operations;
+mod page;
 mod tools;
 
 use axum::body::Body;
@@ -28,6 +30,7 @@ pub fn router(max_body_bytes: usize) -> Router<AppState> {
         .merge(health::router())
         .merge(auth::router())
         .merge(admin::router())
+        .merge(audit::router())
         .merge(operations::router())
         .merge(tools::router())
         .merge(metrics::router())

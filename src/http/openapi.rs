@@ -12,7 +12,7 @@ use utoipa::openapi::OpenApi as Document;
 use utoipa::{Modify, OpenApi};
 
 use super::json::AppJson;
-use super::{admin, auth, health, invoke, metrics, operations, tools};
+use super::{admin, audit, auth, health, invoke, metrics, operations, tools};
 use crate::startup::AppState;
 
 /// Every REST route; `tests/api/openapi.rs` checks that none is missing.
@@ -35,6 +35,7 @@ or `500 internal_error` in that shape, and every answer carries `x-request-id`."
         admin::revoke_key,
         admin::create_user,
         admin::list_users,
+        audit::list,
         operations::claim,
         operations::list,
         operations::read,
@@ -60,7 +61,7 @@ or `500 internal_error` in that shape, and every answer carries `x-request-id`."
         (name = "tools", description = "The tool registry and the promise kept for each tool"),
         (name = "auth", description = "Sessions of people, and who is calling"),
         (name = "metrics", description = "What idem prevented and what waits; Prometheus counters"),
-        (name = "admin", description = "API keys and people (admin only)"),
+        (name = "admin", description = "API keys, people and the audit log (admin only)"),
         (name = "health", description = "Liveness and readiness"),
         (name = "meta", description = "This document"),
     )

@@ -1,5 +1,6 @@
 //! `/v1/tools`: the registry of tools and the promise idem keeps for each.
 
+use app::audit::actions;
 use app::domain::{Permission, ToolName, ToolPolicy};
 use app::ledger::RegisteredTool;
 use axum::extract::{Path, State};
@@ -7,8 +8,9 @@ use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use super::audit::ClientAddress;
 use super::auth::{Caller, Person};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
@@ -156,6 +158,7 @@ async fn read(
 async fn register(
     State(state): State<AppState>,
     person: Person,
+    address: ClientAddress,
     Path(name): Path<String>,
     AppJson(body): AppJson<Value>,
 ) -> ApiResult<AppJson<ToolBody>> {
@@ -163,5 +166,9 @@ async fn register(
     let policy: ToolPolicy = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request("invalid_tool_policy", e.to_string()))?;
     let tool = state.ledger.put_tool(&name, policy).await?;
+    let subject = format!("tool:{}", tool.name);
+    let detail = json!({ "policy": tool.policy });
+    let action = person.did(address, actions::TOOL_REGISTERED, subject, detail);
+    state.audit.record(action).await;
     Ok(AppJson(ToolBody { tool: tool.into() }))
 }

@@ -1,6 +1,7 @@
 //! The databases behind the ports of `app`: SQLite (embedded default) and PostgreSQL
 //! (scale-out). Both implement the same traits and pass one conformance suite.
 
+mod audit_sql;
 mod identity_sql;
 mod ledger_sql;
 mod metrics_sql;
@@ -13,6 +14,7 @@ pub mod testing;
 #[cfg(test)]
 mod conformance;
 
+use app::audit::AuditStore;
 use app::identity::IdentityStore;
 use app::ledger::metrics::MetricsStore;
 use app::ledger::LedgerStore;
@@ -72,6 +74,14 @@ impl Database {
 
     /// The identity port.
     pub fn identity_store(&self) -> Arc<dyn IdentityStore> {
+        match self {
+            Database::Sqlite(store) => Arc::new(store.clone()),
+            Database::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    /// The audit port.
+    pub fn audit_store(&self) -> Arc<dyn AuditStore> {
         match self {
             Database::Sqlite(store) => Arc::new(store.clone()),
             Database::Postgres(store) => Arc::new(store.clone()),

@@ -1,10 +1,12 @@
 //! Background loops. Each runs until its stop signal fires and is started by
 //! `Application::run_until`; each can also be driven one round at a time by tests.
 
+mod approval_webhook;
 mod lease_reaper;
 mod metrics_rollup;
 mod reconciler;
 
+pub use approval_webhook::{ApprovalWebhook, WebhookQueue};
 pub use lease_reaper::LeaseReaper;
 pub use metrics_rollup::MetricsRollup;
 pub use reconciler::Reconciler;

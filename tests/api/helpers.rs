@@ -40,6 +40,39 @@ impl Drop for TestApp {
     }
 }
 
+/// Builds and runs the application on the database until the returned sender fires or drops.
+async fn start(
+    database_url: &str,
+    adjust: impl FnOnce(&mut ServeConfig),
+) -> (String, AppState, oneshot::Sender<()>) {
+    let mut config = ServeConfig::for_tests(database_url);
+    adjust(&mut config);
+    let application = Application::build(config)
+        .await
+        .expect("the application builds");
+    let address = format!("http://{}", application.local_addr());
+    let state = application.state().clone();
+    let (shutdown, stopped) = oneshot::channel::<()>();
+    tokio::spawn(application.run_until(async move {
+        let _ = stopped.await;
+    }));
+    (address, state, shutdown)
+}
+
+/// A second server on a `TestApp`'s database, stopped when dropped.
+pub struct OtherServer {
+    pub address: String,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for OtherServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
 impl TestApp {
     /// Starts the application on a fresh database of the given kind.
     pub async fn spawn(backend: Backend) -> Self {
@@ -49,21 +82,20 @@ impl TestApp {
     /// Starts the application after adjusting its configuration.
     pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut ServeConfig)) -> Self {
         let database = TestDatabase::create(backend).await;
-        let mut config = ServeConfig::for_tests(database.url());
-        adjust(&mut config);
-        let application = Application::build(config)
-            .await
-            .expect("the application builds");
-        let address = format!("http://{}", application.local_addr());
-        let state = application.state().clone();
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        tokio::spawn(application.run_until(async move {
-            let _ = stopped.await;
-        }));
+        let (address, state, shutdown) = start(database.url(), adjust).await;
         Self {
             address,
             state,
             database,
+            shutdown: Some(shutdown),
+        }
+    }
+
+    /// Another server on this app's database, as a second process would be (PostgreSQL).
+    pub async fn spawn_beside(&self, adjust: impl FnOnce(&mut ServeConfig)) -> OtherServer {
+        let (address, _, shutdown) = start(self.database.url(), adjust).await;
+        OtherServer {
+            address,
             shutdown: Some(shutdown),
         }
     }
@@ -232,6 +264,11 @@ impl Client {
 
     pub async fn list_users(&self) -> Response {
         self.get("/v1/users").await
+    }
+
+    /// `GET /v1/audit` with the given query string (`""`, `"?limit=2"`, …).
+    pub async fn audit(&self, query: &str) -> Response {
+        self.get(&format!("/v1/audit{query}")).await
     }
 }
 

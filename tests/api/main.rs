@@ -5,6 +5,7 @@ mod helpers;
 mod sandbox_helpers;
 
 mod approvals;
+mod audit;
 mod auth;
 mod cli;
 mod errors;
@@ -23,3 +24,4 @@ mod sandbox;
 mod sandbox_faults;
 mod security;
 mod ui;
+mod webhook;

@@ -18,6 +18,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/v1/keys/{id}"),
     ("get", "/v1/users"),
     ("post", "/v1/users"),
+    ("get", "/v1/audit"),
     ("post", "/v1/operations"),
     ("get", "/v1/operations"),
     ("get", "/v1/operations/{id}"),

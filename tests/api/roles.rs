@@ -202,6 +202,12 @@ async fn every_endpoint_answers_every_caller_as_the_contract_says(db: Db) {
             [401, 403, 403, 403, 403, 403, 200],
         ),
         (
+            "GET",
+            "/v1/audit".into(),
+            json!({}),
+            [401, 403, 403, 403, 403, 403, 200],
+        ),
+        (
             "POST",
             "/v1/users".into(),
             json!({ "username": "new-one", "role": "viewer", "password": "long enough pw" }),

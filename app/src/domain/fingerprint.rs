@@ -224,5 +224,40 @@ mod tests {
                 Fingerprint::compute(&tool, &args, &[])
             );
         }
+
+        /// `1`, `1.0`, `1e0`, `10e-1` and `0.1e1` are one number: a client's way of writing it
+        /// never makes another intent.
+        #[test]
+        fn spelling_a_number_differently_never_changes_the_fingerprint(
+            whole in -1_000_000_000i64..1_000_000_000,
+            cents in 0u32..100,
+            how in 0usize..5,
+        ) {
+            let tool = ToolName::try_from("refund").unwrap();
+            let plain = format!("{whole}.{cents:02}");
+            // The same value in hundredths, written without leading zeros.
+            let sign = if whole < 0 { -1 } else { 1 };
+            let hundredths = whole * 100 + sign * i64::from(cents);
+            let spellings = [
+                plain.clone(),
+                format!("{plain}000"),
+                format!("{hundredths}e-2"),
+                format!("{}E-3", hundredths * 10),
+                format!("{plain}e+0"),
+            ];
+            let args = |number: &str| -> Value {
+                serde_json::from_str(&format!(r#"{{"amount": {number}, "order": "o-1"}}"#)).unwrap()
+            };
+            prop_assert_eq!(
+                Fingerprint::compute(&tool, &args(&spellings[how]), &[]),
+                Fingerprint::compute(&tool, &args(&plain), &[])
+            );
+            if cents == 0 {
+                prop_assert_eq!(
+                    Fingerprint::compute(&tool, &args(&whole.to_string()), &[]),
+                    Fingerprint::compute(&tool, &args(&plain), &[])
+                );
+            }
+        }
     }
 }

@@ -11,14 +11,16 @@
 //! 2. any string that is a payment card number: 13 to 19 digits that pass the Luhn check,
 //!    written together or in groups parted by single spaces or dashes (`4111 1111 1111 1111`,
 //!    `4111-1111-1111-1111`). Only whole strings count: a number inside a sentence is not found;
-//! 3. any non-negative integer of 13 to 19 digits that passes the Luhn check, since a card
-//!    number sent as a JSON number is no less a card number;
+//! 3. any JSON number that is a whole number of 13 to 19 digits passing the Luhn check, however
+//!    it is spelled or signed (`4111111111111111`, `4111111111111111.0` as Python writes a
+//!    float, `4.111111111111111e15`, `-4111111111111111`), since a card number sent as a
+//!    number is no less a card number, and its digits would be stored as they are;
 //! 4. the tool's `redact_fields`, dotted paths as in [`super::paths`].
 //!
 //! Rules 2 and 3 also catch one in ten other numbers of that length (a millisecond timestamp,
 //! say); hiding those from view is the price of never storing a card number.
 
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 use super::paths;
 
@@ -69,14 +71,25 @@ fn scrub(value: &mut Value) {
             false
         }
         Value::String(text) => is_card_number(text),
-        Value::Number(number) => number
-            .as_u64()
-            .is_some_and(|n| is_card_number(&n.to_string())),
+        Value::Number(number) => whole_number_digits(number).is_some_and(|d| is_card_number(&d)),
         Value::Null | Value::Bool(_) => false,
     };
     if hide {
         *value = REDACTED.into();
     }
+}
+
+/// The decimal digits of a number that is whole, without its sign, whatever its spelling.
+/// Doubles only reach 20 digits from 1e19 on, beyond any card number, so larger ones are left.
+fn whole_number_digits(number: &Number) -> Option<String> {
+    if let Some(n) = number.as_u64() {
+        return Some(n.to_string());
+    }
+    if let Some(n) = number.as_i64() {
+        return Some(n.unsigned_abs().to_string());
+    }
+    let magnitude = number.as_f64()?.abs();
+    (magnitude.fract() == 0.0 && magnitude < 1e19).then(|| format!("{magnitude:.0}"))
 }
 
 fn hide_card_number(card: &mut Value) {

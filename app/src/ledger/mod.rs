@@ -9,6 +9,8 @@ pub mod metrics;
 mod model;
 mod notes;
 mod operator;
+mod notify;
+mod prepare;
 mod provider;
 mod service;
 mod settle;
@@ -21,7 +23,9 @@ pub use claim::{decide_claim, expire_lease_at, ttl_has_ended, Claim, Fresh};
 pub use complete::{decide_report, Report, ReportRefused};
 pub use executor::{Invoked, EXECUTOR_ACTOR};
 pub use model::{Approval, ClaimRequest, Event, EventKind, Lease, Operation, Runner};
+pub use notify::{newly_requested, ApprovalNotifier};
 pub use operator::{ReconcileRound, RECONCILER_ACTOR};
+pub use prepare::{check_request, prepare_claim};
 pub use provider::{Execution, Lookup, LookupError, Provider};
 pub use service::{BeginRequest, Ledger, LedgerError};
 pub use settle::{

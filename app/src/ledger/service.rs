@@ -9,15 +9,15 @@ use uuid::Uuid;
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation, Runner};
+use super::notify::{newly_requested, ApprovalNotifier};
+use super::prepare::{check_request, prepare_claim};
 use super::provider::Provider;
 use super::settle::SettleRefused;
 use super::store::{LedgerStore, OperationFilter, RegisteredTool};
 use super::telemetry::Telemetry;
 use super::verdict::{Verdict, VerdictRefused};
 use super::write::Decision;
-use crate::domain::{
-    self, Fingerprint, Guarantee, KeyChoice, Namespace, OperationStatus, ToolName, ToolPolicy,
-};
+use crate::domain::{Guarantee, Namespace, OperationStatus, ToolName, ToolPolicy};
 use crate::store_error::StoreError;
 
 /// A claim as the agent sent it, before any checks.
@@ -70,7 +70,7 @@ pub enum LedgerError {
 }
 
 impl LedgerError {
-    fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+    pub(super) fn invalid(code: &'static str, message: impl Into<String>) -> Self {
         LedgerError::Invalid {
             code,
             message: message.into(),
@@ -85,6 +85,7 @@ pub struct Ledger {
     pub(super) store: Arc<dyn LedgerStore>,
     provider: Option<Arc<dyn Provider>>,
     pub(super) telemetry: Telemetry,
+    notifier: Option<Arc<dyn ApprovalNotifier>>,
 }
 
 /// The operation a claim is waiting on, if it waits at all.
@@ -133,6 +134,7 @@ impl Ledger {
             store,
             provider: None,
             telemetry: Telemetry::new(),
+            notifier: None,
         }
     }
 
@@ -149,6 +151,12 @@ impl Ledger {
 
     pub(super) fn provider(&self) -> Result<&Arc<dyn Provider>, LedgerError> {
         self.provider.as_ref().ok_or(LedgerError::NoProvider)
+    }
+
+    /// The same ledger, telling `notifier` of each request for approval it creates.
+    pub fn with_approval_notifier(mut self, notifier: Arc<dyn ApprovalNotifier>) -> Self {
+        self.notifier = Some(notifier);
+        self
     }
 
     /// Begins (or replays) an operation for an agent of `namespace`.
@@ -185,6 +193,9 @@ impl Ledger {
                 other => break other?,
             }
         };
+        if let (Some(notifier), Some(operation)) = (&self.notifier, newly_requested(&decision)) {
+            notifier.approval_requested(operation);
+        }
         let quiet: Vec<Event> = decision
             .events
             .iter()
@@ -245,22 +256,14 @@ impl Ledger {
         }
     }
 
-    /// Checks and normalises a claim: tool name, args, the key, the fingerprint, redaction.
+    /// Checks and normalises a claim (see [`check_request`] and [`prepare_claim`]) under the
+    /// tool's registered policy, or the default one.
     async fn prepare(
         &self,
         namespace: &Namespace,
         request: BeginRequest,
     ) -> Result<ClaimRequest, LedgerError> {
-        let tool = ToolName::try_from(request.tool.as_str())
-            .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
-        if !request.args.is_object() {
-            return Err(LedgerError::invalid(
-                "invalid_args",
-                "args must be a JSON object",
-            ));
-        }
-        domain::check_depth(&request.args, domain::MAX_DEPTH)
-            .map_err(|e| LedgerError::invalid("json_too_deep", e.to_string()))?;
+        let tool = check_request(&request)?;
         let mut policy = self
             .store
             .tool(&tool)
@@ -271,30 +274,7 @@ impl Ledger {
             // the call may still take effect.
             policy.lease_seconds = policy.lease_seconds.max(lease_covering_the_call(&policy));
         }
-        let choice = KeyChoice {
-            header: request.header_key.as_deref(),
-            key: request.body_key.as_deref(),
-            business_key: request.business_key.as_deref(),
-            run_id: request.run_id.as_deref(),
-            step: request.step,
-        };
-        let (key, key_source) = choice
-            .resolve(&tool, &request.args, &policy)
-            .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
-        let fingerprint = Fingerprint::compute(&tool, &request.args, &policy.ignore_fields);
-        let args = domain::redact(&request.args, &policy.redact_fields);
-        Ok(ClaimRequest {
-            namespace: namespace.clone(),
-            key,
-            key_source,
-            tool,
-            policy,
-            fingerprint,
-            args,
-            run_id: request.run_id,
-            step: request.step,
-            runner: request.runner,
-        })
+        prepare_claim(namespace, tool, request, policy)
     }
 
     /// Records a lease holder's report (`complete` or `unknown`).

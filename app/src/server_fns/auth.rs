@@ -6,15 +6,18 @@ use crate::domain::UserInfo;
 use crate::UiError;
 
 #[cfg(feature = "ssr")]
-use super::context::{answer_with_status, client_address, identity, session_cookie, session_token};
+use super::context::{
+    answer_with_status, audit, client_address, identity, session_cookie, session_token,
+};
 
 /// Checks the credentials, opens a session and sets its cookie.
 #[server(prefix = "/api", endpoint = "login")]
 pub async fn login(username: String, password: String) -> Result<UserInfo, UiError> {
-    let (user, token) = identity()?
-        .login(&username, &password, client_address())
-        .await
-        .map_err(answer_with_status)?;
+    let address = client_address();
+    let outcome = identity()?.login(&username, &password, address).await;
+    let tried = outcome.as_ref().map(|(user, _)| user);
+    audit()?.login(&username, address, tried).await;
+    let (user, token) = outcome.map_err(answer_with_status)?;
     let lifetime = identity()?.session_lifetime();
     let cookie = session_cookie()?.set(token.expose(), lifetime);
     expect_context::<leptos_axum::ResponseOptions>()

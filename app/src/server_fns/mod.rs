@@ -16,6 +16,11 @@ mod context {
         use_context::<Identity>().ok_or_else(|| missing("Identity"))
     }
 
+    /// The audit log, provided by the server for every request.
+    pub fn audit() -> Result<crate::audit::AuditLog, UiError> {
+        use_context::<crate::audit::AuditLog>().ok_or_else(|| missing("AuditLog"))
+    }
+
     /// How the session cookie is written.
     pub fn session_cookie() -> Result<SessionCookie, UiError> {
         use_context::<SessionCookie>().ok_or_else(|| missing("SessionCookie"))

@@ -1,13 +1,16 @@
 //! People's verdicts on operations that wait for approval: `approve` and `reject`
 //! (approvers and admins only).
 
+use app::audit::actions;
 use app::domain::Permission;
 use app::ledger::Verdict;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use serde_json::json;
 
 use super::{operation_id, OperationBody};
+use crate::http::audit::ClientAddress;
 use crate::http::auth::Person;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::AppJson;
@@ -43,16 +46,33 @@ fn reason(body: VerdictBody, required: bool) -> ApiResult<Option<String>> {
 async fn decide(
     state: AppState,
     person: Person,
+    address: ClientAddress,
     id: String,
     verdict: impl FnOnce() -> ApiResult<Verdict>,
 ) -> ApiResult<Response> {
     person.require(Permission::Approve)?;
     let id = operation_id(&id)?;
     let verdict = verdict()?;
+    let (action, reason) = match &verdict {
+        Verdict::Approve { reason } => (actions::OPERATION_APPROVED, reason.clone()),
+        Verdict::Reject { reason } => (actions::OPERATION_REJECTED, Some(reason.clone())),
+    };
     let operation = state
         .ledger
         .decide(id, verdict, person.0.username.as_str())
         .await?;
+    let detail = json!({
+        "reason": reason,
+        "namespace": operation.namespace,
+        "tool": operation.tool,
+        "key": operation.key,
+        "fingerprint": operation.fingerprint,
+    });
+    let subject = format!("operation:{id}");
+    state
+        .audit
+        .record(person.did(address, action, subject, detail))
+        .await;
     Ok(AppJson(OperationBody {
         operation: &operation,
     })
@@ -81,10 +101,11 @@ async fn decide(
 pub(crate) async fn approve(
     State(state): State<AppState>,
     person: Person,
+    address: ClientAddress,
     Path(id): Path<String>,
     AppJson(body): AppJson<VerdictBody>,
 ) -> ApiResult<Response> {
-    decide(state, person, id, || {
+    decide(state, person, address, id, || {
         Ok(Verdict::Approve {
             reason: reason(body, false)?,
         })
@@ -114,10 +135,11 @@ pub(crate) async fn approve(
 pub(crate) async fn reject(
     State(state): State<AppState>,
     person: Person,
+    address: ClientAddress,
     Path(id): Path<String>,
     AppJson(body): AppJson<VerdictBody>,
 ) -> ApiResult<Response> {
-    decide(state, person, id, || {
+    decide(state, person, address, id, || {
         let reason = reason(body, true)?.expect("a required reason is present");
         Ok(Verdict::Reject { reason })
     })

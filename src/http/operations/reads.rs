@@ -5,12 +5,12 @@ use app::ledger::{Event, Operation, OperationFilter};
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use super::{operation_id, visible_namespace, OperationBody};
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::AppJson;
+use crate::http::page;
 use crate::startup::AppState;
 
 /// One operation.
@@ -70,35 +70,9 @@ pub(crate) struct ListBody {
     next_cursor: Option<String>,
 }
 
-/// Cursors are opaque to clients; the prefix lets the format change without breaking links.
-const CURSOR_PREFIX: &str = "c1_";
-
 fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
     let invalid = |code: &'static str, message: &str| ApiError::bad_request(code, message);
-    let limit = match params.limit.as_deref() {
-        None => 50,
-        Some(text) => text
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=200).contains(n))
-            .ok_or_else(|| {
-                invalid(
-                    "invalid_limit",
-                    "limit must be a whole number from 1 to 200",
-                )
-            })?,
-    };
-    let before = match params.cursor.as_deref() {
-        None | Some("") => None,
-        Some(cursor) => Some(
-            cursor
-                .strip_prefix(CURSOR_PREFIX)
-                .and_then(|id| Uuid::try_parse(id).ok())
-                .ok_or_else(|| {
-                    invalid("invalid_cursor", "cursor is not one this server gave out")
-                })?,
-        ),
-    };
+    let (limit, before) = page::parse(params.limit.as_deref(), params.cursor.as_deref())?;
     let filter = OperationFilter {
         namespace: params
             .namespace
@@ -162,13 +136,7 @@ pub(crate) async fn list(
     }
     visible_namespace(&caller)?;
     let (operations, more) = state.ledger.list(&filter, limit).await?;
-    let next_cursor = more
-        .then(|| {
-            operations
-                .last()
-                .map(|op| format!("{CURSOR_PREFIX}{}", op.id.simple()))
-        })
-        .flatten();
+    let next_cursor = page::next_cursor(more, operations.last().map(|op| op.id));
     Ok(AppJson(ListBody {
         operations,
         next_cursor,

@@ -11,6 +11,8 @@ mod identity;
 mod ledger;
 mod metrics;
 
+use crate::storage::audit_sql::impl_audit_store;
+
 /// The PostgreSQL implementation of every storage port.
 #[derive(Clone)]
 pub struct PostgresStore {
@@ -45,3 +47,5 @@ impl PostgresStore {
         self.pool.close().await;
     }
 }
+
+impl_audit_store!(store: PostgresStore, reader: pool, writer: pool);

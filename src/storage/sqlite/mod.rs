@@ -14,6 +14,8 @@ mod identity;
 mod ledger;
 mod metrics;
 
+use crate::storage::audit_sql::impl_audit_store;
+
 /// The SQLite implementation of every storage port.
 ///
 /// SQLite allows one writer at a time, so all writes go through a pool of exactly one
@@ -67,3 +69,5 @@ impl SqliteStore {
         self.reader.close().await;
     }
 }
+
+impl_audit_store!(store: SqliteStore, reader: reader, writer: writer);

@@ -299,3 +299,62 @@ proptest! {
         prop_assert_eq!(a == b, key(&a) == key(&b));
     }
 }
+
+/// Anything a client might send: empty, printable, long, non-ASCII, control characters.
+fn any_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        "[ -~]{1,300}",
+        "\\PC{0,40}",
+        ".{0,20}",
+        "[a-z.]{0,12}",
+    ]
+}
+
+fn any_args() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("JSON numbers are finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        any_text().prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::btree_map("[a-z.]{0,6}", inner, 0..4)
+                .prop_map(|members| Value::Object(members.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    /// Whatever the client sends and whatever the tool's policy says, choosing a key answers
+    /// (a key or a reason), never panics, and a key is always a valid one.
+    #[test]
+    fn key_choice_never_panics_and_only_yields_valid_keys(
+        header in prop::option::of(any_text()),
+        key in prop::option::of(any_text()),
+        business_key in prop::option::of(any_text()),
+        run_id in prop::option::of(any_text()),
+        step in prop::option::of(any::<u64>()),
+        args in any_args(),
+        key_fields in prop::collection::vec(any_text(), 0..3),
+        ignore_fields in prop::collection::vec(any_text(), 0..3),
+    ) {
+        let choice = KeyChoice {
+            header: header.as_deref(),
+            key: key.as_deref(),
+            business_key: business_key.as_deref(),
+            run_id: run_id.as_deref(),
+            step,
+        };
+        let policy = ToolPolicy { key_fields, ignore_fields, ..ToolPolicy::default() };
+        if let Ok((key, _)) = choice.resolve(&refund(), &args, &policy) {
+            prop_assert!(IdempotencyKey::try_from(key.as_str()).is_ok());
+            prop_assert!(key.as_str().len() <= MAX_KEY_LEN);
+        }
+    }
+}
