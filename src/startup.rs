@@ -16,6 +16,7 @@ use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -25,6 +26,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
 use crate::http;
+use crate::provider::HttpProvider;
 use crate::storage::Database;
 use crate::workers::{LeaseReaper, MetricsRollup, Reconciler};
 
@@ -71,7 +73,8 @@ impl Application {
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
         let state = AppState {
-            ledger: Ledger::new(database.ledger_store()),
+            ledger: Ledger::new(database.ledger_store())
+                .with_provider(Arc::new(HttpProvider::new()?)),
             metrics: Metrics::new(database.metrics_store()),
             database,
             identity,
@@ -210,7 +213,8 @@ fn request_span(request: &Request<Body>) -> tracing::Span {
     tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
 }
 
-async fn shutdown_signal() {
+/// Completes on SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::helpers::{assert_error, Client, Db, TestApp};
 use crate::on_both_databases;
-use crate::sandbox_provider::SandboxProvider;
+use crate::sandbox_helpers::TestSandbox;
 
 on_both_databases!(
     a_provider_that_commits_then_times_out_is_reconciled_to_one_success,
@@ -20,6 +20,13 @@ on_both_databases!(
     permanent_refusals_are_replayed_and_idempotent_tools_are_retried,
 );
 
+impl TestSandbox {
+    /// How many effects the provider committed for the key.
+    pub async fn effects_of(&self, key: &str) -> u64 {
+        self.effects().await["by_key"][key].as_u64().unwrap_or(0)
+    }
+}
+
 impl Client {
     pub async fn invoke(&self, tool: &str, body: &Value) -> reqwest::Response {
         self.post_json(&format!("/v1/tools/{tool}/invoke"), body)
@@ -30,17 +37,17 @@ impl Client {
 /// Registers `tool` as a tool of `effect` run by the sandbox, with a short lease.
 pub async fn register_sandbox_tool(
     app: &TestApp,
-    provider: &SandboxProvider,
+    provider: &TestSandbox,
     tool: &str,
     effect: &str,
     timeout_ms: u32,
 ) {
     let admin = app.person(app::domain::Role::Admin).await;
-    let policy = json!({
-        "effect": effect,
-        "lease_seconds": 1,
-        "executor": provider.executor(tool, timeout_ms),
-    });
+    // The provider dedupes, but idem is not told: for a non-idempotent tool it must then
+    // never re-send after an ambiguous outcome (at most once), whatever the provider does.
+    let mut executor = serde_json::to_value(provider.executor(tool, timeout_ms)).unwrap();
+    executor["provider_dedupes"] = json!(false);
+    let policy = json!({ "effect": effect, "lease_seconds": 1, "executor": executor });
     assert_eq!(admin.put_tool(tool, &policy).await.status(), 200);
 }
 
@@ -62,7 +69,7 @@ fn charge(n: u32) -> Value {
 }
 
 async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
     let agent = app.agent("shop").await;
@@ -83,10 +90,17 @@ async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db:
 
     let replay = agent.invoke("charge", &charge(1)).await;
     assert_eq!(replay.status(), 200);
-    assert_eq!(provider.effects_of("charge:1").await, 1, "a replay calls nobody");
+    assert_eq!(
+        provider.effects_of("charge:1").await,
+        1,
+        "a replay calls nobody"
+    );
 
     let (kinds, events) = agent.event_kinds(&id).await;
-    assert_in_order(&kinds, &["claimed", "marked_unknown", "reconciled", "replayed"]);
+    assert_in_order(
+        &kinds,
+        &["claimed", "marked_unknown", "reconciled", "replayed"],
+    );
     let reconciled = events.iter().find(|e| e["kind"] == "reconciled").unwrap();
     assert_eq!(reconciled["actor"], "system:reconciler");
     assert_eq!(reconciled["detail"]["found"], true);
@@ -94,7 +108,7 @@ async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db:
 }
 
 async fn the_same_message_delivered_twice_takes_effect_once(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "email", "non_idempotent_write", 2000).await;
     let agent = app.agent("support").await;
@@ -113,7 +127,7 @@ async fn the_same_message_delivered_twice_takes_effect_once(db: Db) {
 }
 
 async fn the_same_message_delivered_concurrently_takes_effect_once(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "email", "non_idempotent_write", 3000).await;
     let agent = app.agent("support").await;
@@ -128,7 +142,11 @@ async fn the_same_message_delivered_concurrently_takes_effect_once(db: Db) {
         deliveries.spawn(async move { agent.invoke("email", &message).await.status().as_u16() });
     }
     let statuses = deliveries.join_all().await;
-    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        1,
+        "{statuses:?}"
+    );
     assert!(
         statuses.iter().all(|s| [201, 200, 409].contains(s)),
         "{statuses:?}"
@@ -148,7 +166,7 @@ pub fn assert_in_order(kinds: &[String], expected: &[&str]) {
 }
 
 async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "transfer", "non_idempotent_write", 3000).await;
     let agent = app.agent("treasury").await;
@@ -159,12 +177,23 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
     provider
         .fault(json!({ "fault": "delay_before_commit", "delay_ms": 2000 }))
         .await;
+    let provider = std::sync::Arc::new(provider);
     let slow_call = {
         let provider = provider.clone();
-        tokio::spawn(async move { provider.call("transfer", "transfer:7", &json!({ "amount": 100 })).await })
+        tokio::spawn(async move {
+            let response = provider
+                .act("transfer", Some("transfer:7"), &json!({ "amount": 100 }))
+                .await;
+            response.json::<Value>().await.unwrap()
+        })
     };
     tokio::time::sleep(Duration::from_millis(1400)).await;
-    assert_error(agent.claim(&transfer).await, 409, "operation_outcome_unknown").await;
+    assert_error(
+        agent.claim(&transfer).await,
+        409,
+        "operation_outcome_unknown",
+    )
+    .await;
     let answer = slow_call.await.unwrap();
     let late = json!({ "lease_token": token, "outcome": "succeeded", "result": answer });
     assert_error(agent.complete(&id, &late).await, 409, "lease_lost").await;
@@ -174,11 +203,14 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
     assert_eq!(settled["provider_ref"], answer["provider_ref"]);
     assert_eq!(provider.effects_of("transfer:7").await, 1);
     let (kinds, _) = agent.event_kinds(&id).await;
-    assert_in_order(&kinds, &["claimed", "lease_expired", "blocked_unknown", "reconciled"]);
+    assert_in_order(
+        &kinds,
+        &["claimed", "lease_expired", "blocked_unknown", "reconciled"],
+    );
 }
 
 async fn a_call_idem_runs_is_never_outlived_by_its_lease(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "transfer", "non_idempotent_write", 3000).await;
     let agent = app.agent("treasury").await;
@@ -198,13 +230,20 @@ async fn a_call_idem_runs_is_never_outlived_by_its_lease(db: Db) {
 }
 
 async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
     let agent = app.agent("shop").await;
-    provider.fault(json!({ "fault": "drop_before_commit" })).await;
+    provider
+        .fault(json!({ "fault": "drop_before_commit" }))
+        .await;
 
-    let invoked: Value = agent.invoke("charge", &charge(2)).await.json().await.unwrap();
+    let invoked: Value = agent
+        .invoke("charge", &charge(2))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(invoked["operation"]["status"], "unknown", "{invoked}");
     let id = invoked["operation"]["id"].as_str().unwrap().to_owned();
     let failed = wait_for_status(&agent, &id, "failed").await;
@@ -220,17 +259,24 @@ async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db:
 }
 
 async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
     let agent = app.agent("shop").await;
     let operator = app.person(app::domain::Role::Operator).await;
-    provider.fault(json!({ "fault": "drop_after_commit" })).await;
+    provider
+        .fault(json!({ "fault": "drop_after_commit" }))
+        .await;
     provider
         .fault(json!({ "fault": "lookup_error", "times": 1 }))
         .await;
 
-    let invoked: Value = agent.invoke("charge", &charge(3)).await.json().await.unwrap();
+    let invoked: Value = agent
+        .invoke("charge", &charge(3))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(invoked["operation"]["status"], "unknown", "{invoked}");
     let id = invoked["operation"]["id"].as_str().unwrap().to_owned();
     // The first lookup fails (the background reconciler's or this one), the attempt is
@@ -246,7 +292,7 @@ async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
 }
 
 async fn permanent_refusals_are_replayed_and_idempotent_tools_are_retried(db: Db) {
-    let provider = SandboxProvider::start().await;
+    let provider = TestSandbox::spawn().await;
     let app = TestApp::spawn(db).await;
     register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 2000).await;
     register_sandbox_tool(&app, &provider, "upsert", "idempotent_write", 2000).await;
@@ -255,7 +301,12 @@ async fn permanent_refusals_are_replayed_and_idempotent_tools_are_retried(db: Db
     provider
         .fault(json!({ "fault": "fail_before_commit", "status": 402 }))
         .await;
-    let refused: Value = agent.invoke("charge", &charge(4)).await.json().await.unwrap();
+    let refused: Value = agent
+        .invoke("charge", &charge(4))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(refused["operation"]["status"], "failed");
     assert_eq!(refused["operation"]["retryable"], false);
     let replay = agent.invoke("charge", &charge(4)).await;

@@ -2,11 +2,13 @@
 //! Every test runs once on SQLite and once on PostgreSQL.
 
 mod helpers;
+mod sandbox_helpers;
 
 mod approvals;
 mod auth;
 mod cli;
 mod errors;
+mod faults;
 mod interventions;
 mod keys_and_users;
 mod lifecycle;
@@ -14,6 +16,9 @@ mod metrics;
 mod openapi;
 mod operations;
 mod processes;
+mod provider;
 mod roles;
+mod sandbox;
+mod sandbox_faults;
 mod security;
 mod ui;
