@@ -8,14 +8,17 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
+use crate::faults::{register_sandbox_tool, wait_for_status};
 use crate::helpers::{assert_error, Client, Db, TestApp};
 use crate::on_both_databases;
+use crate::sandbox_helpers::TestSandbox;
 
 on_both_databases!(
     metrics_count_a_known_mix_exactly_in_totals_and_series,
     agents_see_only_their_namespace_and_people_may_filter,
     a_bad_window_is_400_invalid_window,
     prometheus_counters_move_by_exactly_what_was_done,
+    a_reconciliation_is_counted_with_its_latency,
 );
 
 impl Client {
@@ -152,10 +155,9 @@ fn event(operation: &str, kind: EventKind, actor: &str, detail: Value) -> Event 
     }
 }
 
-/// TODO(lead): reconciliation needs a provider with a `reconcile_url`; these two
-/// `reconciled` events and the failed lookup stand for `POST /v1/operations/{id}/reconcile`
-/// against the sandbox provider (found for the older operation after 1.2 s, not found for
-/// the newer after 0.3 s). Switch them when a test helper serves lookups; keep the numbers.
+/// Written as events, so the percentiles have known values (1.2 s and 0.3 s) and the mix
+/// needs no provider: a found and a not-found reconciliation and a failed lookup. The real
+/// path (sandbox provider, background reconciler) is `a_reconciliation_is_counted_with_its_latency`.
 async fn append_reconciliations(app: &TestApp, mix: &Mix) {
     let events = [
         event(
@@ -524,4 +526,61 @@ async fn prometheus_counters_move_by_exactly_what_was_done(db: Db) {
     for (series, value) in expected {
         assert_eq!(after.get(&series), Some(&value), "{series}");
     }
+}
+
+/// A real reconciliation (the sandbox commits, the call times out, the background reconciler
+/// finds the effect) shows in both: the ledger's window and the process counters.
+async fn a_reconciliation_is_counted_with_its_latency(db: Db) {
+    let provider = TestSandbox::spawn().await;
+    let app = TestApp::spawn(db).await;
+    register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
+    let agent = app.agent("shop").await;
+    provider
+        .fault(json!({ "fault": "delay_after_commit", "delay_ms": 1500 }))
+        .await;
+    let body = json!({ "key": "charge:1", "args": { "order_id": 1, "amount_cents": 500 } });
+    let invoked: Value = agent.invoke("charge", &body).await.json().await.unwrap();
+    assert_eq!(invoked["operation"]["status"], "unknown", "{invoked}");
+    let id = invoked["operation"]["id"].as_str().unwrap().to_owned();
+    wait_for_status(&agent, &id, "succeeded").await;
+
+    let events: Value = agent.events(&id).await.json().await.unwrap();
+    let latencies: Vec<u64> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "reconciled")
+        .map(|e| e["detail"]["unknown_for_ms"].as_u64().unwrap())
+        .collect();
+    let [latency] = latencies[..] else {
+        panic!("one reconciliation: {events}")
+    };
+    let report = agent.metrics_body("?window=1h").await;
+    assert_counts(
+        &report,
+        &[
+            ("reconciliations", 1),
+            ("unknown_now", 0),
+            ("duplicates_prevented", 0),
+        ],
+        12,
+    );
+    assert_eq!(
+        report["reconciliation_latency_ms"],
+        json!({ "p50": latency, "p95": latency, "max": latency })
+    );
+
+    let scraped = scrape(&app).await;
+    assert_eq!(
+        scraped.get("idem_reconciliations_total{result=\"found\"}"),
+        Some(&1.0)
+    );
+    assert_eq!(scraped.get("idem_marked_unknown_total"), Some(&1.0));
+    let observed = scraped.get("idem_reconciliation_latency_seconds_count");
+    assert_eq!(observed, Some(&1.0));
+    let sum = scraped["idem_reconciliation_latency_seconds_sum"];
+    assert!(
+        (sum - latency as f64 / 1000.0).abs() < 0.001,
+        "{sum} s vs {latency} ms"
+    );
 }
