@@ -62,11 +62,14 @@ async fn agent_from(parts: &Parts, state: &AppState) -> ApiResult<Option<AgentCa
     let Some(token) = bearer_token(&parts.headers) else {
         return Ok(None);
     };
-    let agent = state.identity.agent_for_key(token).await?;
-    agent
-        .map(AgentCaller)
-        .map(Some)
-        .ok_or(ApiError::Unauthorized("invalid or revoked API key"))
+    let agent = state
+        .identity
+        .agent_for_key(token)
+        .await?
+        .ok_or(ApiError::Unauthorized("invalid or revoked API key"))?;
+    // Counted once the key is known to be real, so invented keys cannot fill the limiter.
+    state.key_rate_limit.check(agent.key_id)?;
+    Ok(Some(AgentCaller(agent)))
 }
 
 async fn person_from(parts: &Parts, state: &AppState) -> ApiResult<Option<Person>> {

@@ -2,12 +2,14 @@
 
 mod admin;
 pub mod auth;
+pub mod csp;
 pub mod csrf;
 pub mod error;
 mod health;
 pub mod json;
 mod openapi;
 mod operations;
+pub mod rate_limit;
 mod tools;
 
 use axum::body::Body;

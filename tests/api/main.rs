@@ -12,6 +12,8 @@ mod lifecycle;
 mod openapi;
 mod operations;
 mod processes;
+mod rate_limits;
 mod roles;
 mod security;
+mod sessions;
 mod ui;
