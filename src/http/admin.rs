@@ -1,7 +1,7 @@
 //! Administration over REST (admin only): API keys and users. The same actions exist on the
 //! command line (`idem keys …`, `idem users …`).
 
-use app::domain::{ApiKeyInfo, Namespace, Permission, Role, UserInfo, Username};
+use app::domain::{ApiKeyInfo, Namespace, Role, UserInfo, Username};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -10,7 +10,7 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::auth::Person;
+use super::auth::Admin;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
 use crate::startup::AppState;
@@ -68,10 +68,9 @@ struct KeyList {
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
 async fn create_key(
     State(state): State<AppState>,
-    person: Person,
+    Admin(person): Admin,
     AppJson(body): AppJson<CreateKeyRequest>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Administer)?;
     let namespace = Namespace::try_from(body.namespace)
         .map_err(|e| ApiError::bad_request("invalid_namespace", e.to_string()))?;
     let (api_key, secret) = state.identity.create_api_key(namespace, body.name).await?;
@@ -97,8 +96,7 @@ async fn create_key(
         (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
-async fn list_keys(State(state): State<AppState>, person: Person) -> ApiResult<AppJson<KeyList>> {
-    person.require(Permission::Administer)?;
+async fn list_keys(State(state): State<AppState>, _admin: Admin) -> ApiResult<AppJson<KeyList>> {
     let api_keys = state.identity.list_api_keys().await?;
     Ok(AppJson(KeyList { api_keys }))
 }
@@ -123,10 +121,9 @@ async fn list_keys(State(state): State<AppState>, person: Person) -> ApiResult<A
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, key_id = %id))]
 async fn revoke_key(
     State(state): State<AppState>,
-    person: Person,
+    Admin(person): Admin,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    person.require(Permission::Administer)?;
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound("no such API key"))?;
     if state.identity.revoke_api_key(id).await? {
         Ok(StatusCode::NO_CONTENT)
@@ -180,10 +177,9 @@ struct CreatedUser {
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
 async fn create_user(
     State(state): State<AppState>,
-    person: Person,
+    Admin(person): Admin,
     AppJson(body): AppJson<CreateUserRequest>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Administer)?;
     let username = Username::try_from(body.username)
         .map_err(|e| ApiError::bad_request("invalid_username", e.to_string()))?;
     let role = body
@@ -212,8 +208,7 @@ async fn create_user(
         (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
-async fn list_users(State(state): State<AppState>, person: Person) -> ApiResult<AppJson<UserList>> {
-    person.require(Permission::Administer)?;
+async fn list_users(State(state): State<AppState>, _admin: Admin) -> ApiResult<AppJson<UserList>> {
     let users = state.identity.list_users().await?;
     Ok(AppJson(UserList { users }))
 }

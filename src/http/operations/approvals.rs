@@ -1,14 +1,13 @@
 //! People's verdicts on operations that wait for approval: `approve` and `reject`
 //! (approvers and admins only).
 
-use app::domain::Permission;
 use app::ledger::Verdict;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::{operation_id, OperationBody};
-use crate::http::auth::Person;
+use crate::http::auth::{Approver, Person};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::AppJson;
 use crate::startup::AppState;
@@ -46,7 +45,6 @@ async fn decide(
     id: String,
     verdict: impl FnOnce() -> ApiResult<Verdict>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Approve)?;
     let id = operation_id(&id)?;
     let verdict = verdict()?;
     let operation = state
@@ -80,7 +78,7 @@ async fn decide(
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
 pub(crate) async fn approve(
     State(state): State<AppState>,
-    person: Person,
+    Approver(person): Approver,
     Path(id): Path<String>,
     AppJson(body): AppJson<VerdictBody>,
 ) -> ApiResult<Response> {
@@ -113,7 +111,7 @@ pub(crate) async fn approve(
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
 pub(crate) async fn reject(
     State(state): State<AppState>,
-    person: Person,
+    Approver(person): Approver,
     Path(id): Path<String>,
     AppJson(body): AppJson<VerdictBody>,
 ) -> ApiResult<Response> {
