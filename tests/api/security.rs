@@ -122,9 +122,17 @@ fn page_nonce(policy: &str) -> String {
 async fn pages_run_only_their_own_script_and_json_answers_load_nothing(db: Db) {
     let app = TestApp::spawn(db).await;
     let client = app.anonymous();
+    let viewer = app.person(Role::Viewer).await;
     let mut nonces = Vec::new();
-    for path in ["/login", "/login", "/no-such-page"] {
-        let response = client.get(path).await;
+    let pages = [
+        (&client, "/login"),
+        (&client, "/login"),
+        (&client, "/no-such-page"),
+        (&viewer, "/"),
+    ];
+    for (client, path) in pages {
+        let response = client.get_page(path).await;
+        assert!(!response.status().is_redirection(), "{path}: a page");
         let policy = response.headers()["content-security-policy"]
             .to_str()
             .unwrap()
@@ -140,6 +148,11 @@ async fn pages_run_only_their_own_script_and_json_answers_load_nothing(db: Db) {
             html.matches("<script").count(),
             html.matches(&format!("nonce=\"{nonce}\"")).count(),
             "{path}: every script carries the nonce"
+        );
+        // `style-src 'self'` has no 'unsafe-inline': the pages must not need inline styles.
+        assert!(
+            !html.contains(" style=") && !html.contains("<style"),
+            "{path}"
         );
         nonces.push(nonce);
     }
