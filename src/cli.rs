@@ -1,4 +1,4 @@
-//! The command line: `serve`, `migrate`, `keys`, `users`.
+//! The command line: `serve`, `migrate`, `keys`, `users`, `sandbox-provider`.
 
 use anyhow::{bail, Context};
 use app::domain::{Namespace, Role, Username};
@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use uuid::Uuid;
 
 use crate::config::{DatabaseArgs, ServeConfig};
+use crate::sandbox::Sandbox;
 use crate::startup::Application;
 use crate::storage::Database;
 use crate::telemetry;
@@ -33,6 +34,13 @@ enum Command {
     /// Manage the people who use the web UI.
     #[command(subcommand)]
     Users(UsersCommand),
+    /// Run the sandbox provider: a fake payments/email service with idempotency keys,
+    /// lookups and fault injection, for tests and demos.
+    SandboxProvider {
+        /// Where to listen (port 0 picks a free port).
+        #[arg(long, default_value = "127.0.0.1:4000")]
+        bind: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -121,6 +129,18 @@ async fn execute(command: Command) -> anyhow::Result<()> {
         Command::Users(command) => {
             telemetry::init(false);
             users(command).await?;
+        }
+        Command::SandboxProvider { bind } => {
+            telemetry::init(false);
+            let sandbox = Sandbox::bind(bind.as_str())
+                .await
+                .with_context(|| format!("binding {bind}"))?;
+            // On stdout, alone on its line, so scripts and tests can read the port.
+            println!(
+                "sandbox provider listening on http://{}",
+                sandbox.local_addr()
+            );
+            sandbox.run().await?;
         }
     }
     Ok(())

@@ -43,6 +43,10 @@ pub struct ServeConfig {
     #[arg(long, env = "IDEM_LEASE_REAPER_INTERVAL_MS", default_value_t = 1000)]
     pub lease_reaper_interval_ms: u64,
 
+    /// How often `unknown` operations are looked for to reconcile, in milliseconds.
+    #[arg(long, env = "IDEM_RECONCILE_INTERVAL_MS", default_value_t = 1000)]
+    pub reconcile_interval_ms: u64,
+
     /// A session unused for this many minutes is over; every session also ends 12 hours
     /// after sign-in.
     #[arg(
@@ -84,6 +88,7 @@ impl ServeConfig {
             max_body_bytes: 1024 * 1024,
             request_timeout_secs: 75,
             lease_reaper_interval_ms: 200,
+            reconcile_interval_ms: 200,
             session_idle: Duration::from_secs(30 * 60),
             rate_limit_per_second: 1000,
             rate_limit_burst: 2000,

@@ -10,6 +10,10 @@ pub mod config;
 #[cfg(feature = "ssr")]
 pub mod http;
 #[cfg(feature = "ssr")]
+pub mod provider;
+#[cfg(feature = "ssr")]
+pub mod sandbox;
+#[cfg(feature = "ssr")]
 pub mod startup;
 #[cfg(feature = "ssr")]
 pub mod storage;

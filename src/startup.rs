@@ -15,6 +15,7 @@ use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -25,8 +26,9 @@ use tower_http::trace::TraceLayer;
 use crate::config::ServeConfig;
 use crate::http;
 use crate::http::rate_limit::KeyRateLimit;
+use crate::provider::HttpProvider;
 use crate::storage::Database;
-use crate::workers::LeaseReaper;
+use crate::workers::{LeaseReaper, Reconciler};
 
 /// What every handler and server function can reach.
 #[derive(Clone)]
@@ -51,6 +53,7 @@ pub struct Application {
     router: Router,
     state: AppState,
     lease_reaper_interval: Duration,
+    reconcile_interval: Duration,
 }
 
 impl Application {
@@ -73,7 +76,8 @@ impl Application {
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
         let state = AppState {
-            ledger: Ledger::new(database.ledger_store()),
+            ledger: Ledger::new(database.ledger_store())
+                .with_provider(Arc::new(HttpProvider::new()?)),
             database,
             identity,
             session_cookie: SessionCookie {
@@ -91,6 +95,7 @@ impl Application {
             router,
             state,
             lease_reaper_interval: Duration::from_millis(config.lease_reaper_interval_ms.max(10)),
+            reconcile_interval: Duration::from_millis(config.reconcile_interval_ms.max(10)),
         })
     }
 
@@ -119,7 +124,9 @@ impl Application {
         tracing::info!(address = %self.local_addr(), "idem is listening");
         let (stop_workers, stop) = tokio::sync::watch::channel(false);
         let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
-        let reaper = tokio::spawn(reaper.run(stop));
+        let reaper = tokio::spawn(reaper.run(stop.clone()));
+        let reconciler = Reconciler::new(self.state.ledger.clone(), self.reconcile_interval);
+        let reconciler = tokio::spawn(reconciler.run(stop));
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -128,6 +135,7 @@ impl Application {
             .await?;
         let _ = stop_workers.send(true);
         let _ = reaper.await;
+        let _ = reconciler.await;
         self.state.database.close().await;
         tracing::info!("idem stopped");
         Ok(())
@@ -207,7 +215,8 @@ fn request_span(request: &Request<Body>) -> tracing::Span {
     tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
 }
 
-async fn shutdown_signal() {
+/// Completes on SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

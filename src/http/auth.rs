@@ -43,6 +43,11 @@ impl Person {
     }
 }
 
+/// A person whose role may reconcile, resolve and expire operations; refuses before the body
+/// is read.
+#[derive(Debug, Clone)]
+pub struct Operator(pub Person);
+
 /// A person whose role may approve and reject. As an extractor it refuses before the body
 /// is read, so a caller without the role is told 403 whatever they send.
 #[derive(Debug, Clone)]
@@ -127,6 +132,15 @@ async fn person_who_may(
     let person = Person::from_request_parts(parts, state).await?;
     person.require(permission)?;
     Ok(person)
+}
+
+impl FromRequestParts<AppState> for Operator {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        person_who_may(parts, state, Permission::Operate)
+            .await
+            .map(Operator)
+    }
 }
 
 impl FromRequestParts<AppState> for Approver {

@@ -48,6 +48,13 @@ pub enum ApiError {
     /// 415: the body is not declared as JSON.
     #[error("expected a JSON body with Content-Type: application/json")]
     UnsupportedMediaType,
+    /// 502: a tool's provider did not answer.
+    #[error("{message}")]
+    BadGateway {
+        code: &'static str,
+        message: String,
+        details: Value,
+    },
     /// 503: a dependency (the database) is unavailable.
     #[error("{0}")]
     Unavailable(&'static str),
@@ -77,6 +84,7 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::BadGateway { .. } => StatusCode::BAD_GATEWAY,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -85,7 +93,9 @@ impl ApiError {
     /// The stable, machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::BadRequest { code, .. } | ApiError::Conflict { code, .. } => code,
+            ApiError::BadRequest { code, .. }
+            | ApiError::Conflict { code, .. }
+            | ApiError::BadGateway { code, .. } => code,
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden => "forbidden",
             ApiError::CrossSite => "cross_site_request",
@@ -131,7 +141,9 @@ impl IntoResponse for ApiError {
             tracing::error!(error = %cause, "request failed");
         }
         let details = match &self {
-            ApiError::BadRequest { details, .. } => details.clone(),
+            ApiError::BadRequest { details, .. } | ApiError::BadGateway { details, .. } => {
+                details.clone()
+            }
             _ => json!({}),
         };
         let body = error_body(self.code(), &self.to_string(), details);

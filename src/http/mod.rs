@@ -6,6 +6,7 @@ pub mod csp;
 pub mod csrf;
 pub mod error;
 mod health;
+mod invoke;
 pub mod json;
 mod openapi;
 mod operations;

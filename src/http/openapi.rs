@@ -12,7 +12,7 @@ use utoipa::openapi::OpenApi as Document;
 use utoipa::{Modify, OpenApi};
 
 use super::json::AppJson;
-use super::{admin, auth, health, operations, tools};
+use super::{admin, auth, health, invoke, operations, tools};
 use crate::startup::AppState;
 
 /// Every REST route; `tests/api/openapi.rs` checks that none is missing.
@@ -44,6 +44,10 @@ or `500 internal_error` in that shape, a request with an API key over its rate l
         operations::unknown,
         operations::approve,
         operations::reject,
+        operations::reconcile,
+        operations::resolve,
+        operations::expire,
+        invoke::invoke,
         tools::list,
         tools::read,
         tools::register,

@@ -3,7 +3,7 @@
 use app::domain::{Permission, ToolName, ToolPolicy};
 use app::ledger::RegisteredTool;
 use axum::extract::{Path, State};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -19,6 +19,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/tools", get(list))
         .route("/v1/tools/{name}", get(read).put(register))
+        .route("/v1/tools/{name}/invoke", post(super::invoke::invoke))
 }
 
 /// A tool as answered: its policy, flattened, plus what idem can promise for it.

@@ -66,7 +66,7 @@ macro_rules! impl_ledger_store {
 
         async fn insert(tx: &mut $conn, operation: &Operation) -> Result<(), StoreError> {
             let v = OperationValues::from(operation);
-            let sql = format!("insert into operations ({OPERATION_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)");
+            let sql = format!("insert into operations ({OPERATION_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)");
             sqlx::query(&sql)
                 .bind(v.id)
                 .bind(v.namespace)
@@ -92,6 +92,10 @@ macro_rules! impl_ledger_store {
                 .bind(v.expires_at)
                 .bind(v.approval)
                 .bind(v.approval_expires_at)
+                .bind(v.runner)
+                .bind(v.unknown_since)
+                .bind(v.reconcile_attempts)
+                .bind(v.next_reconcile_at)
                 .execute(tx)
                 .await
                 .map_err(store_error)?;
@@ -109,8 +113,8 @@ macro_rules! impl_ledger_store {
             let changed = sqlx::query(
                 r#"update operations set status = $1, attempt = $2, result = $3, error = $4, retryable = $5, provider_ref = $6,
                        lease_token = $7, lease_expires_at = $8, updated_at = $9, completed_at = $10, expires_at = $11, approval = $12,
-                       approval_expires_at = $13
-                   where id = $14 and status = $15"#,
+                       approval_expires_at = $13, unknown_since = $14, reconcile_attempts = $15, next_reconcile_at = $16
+                   where id = $17 and status = $18"#,
             )
             .bind(v.status)
             .bind(v.attempt)
@@ -125,6 +129,9 @@ macro_rules! impl_ledger_store {
             .bind(v.expires_at)
             .bind(v.approval)
             .bind(v.approval_expires_at)
+            .bind(v.unknown_since)
+            .bind(v.reconcile_attempts)
+            .bind(v.next_reconcile_at)
             .bind(v.id)
             .bind(expected_status)
             .execute(tx)
@@ -223,6 +230,69 @@ macro_rules! impl_ledger_store {
                 let decision = decide_verdict(operation, verdict, username, now);
                 commit(tx, &decision).await?;
                 Ok(Some(decision))
+            }
+
+            async fn settle(
+                &self,
+                id: Uuid,
+                settlement: &Settlement,
+                actor: &str,
+            ) -> Result<Option<Decision<Result<Operation, SettleRefused>>>, StoreError> {
+                let mut tx = self.begin_write().await?;
+                let now = now(&mut tx).await?;
+                let Some(operation) = operation_by_id(&mut tx, id, true).await? else {
+                    return Ok(None);
+                };
+                let decision = decide_settlement(operation, settlement, actor, now);
+                commit(tx, &decision).await?;
+                Ok(Some(decision))
+            }
+
+            async fn take_due_reconciliations(
+                &self,
+                tools: &[(ToolName, u32)],
+                limit: u32,
+                hold_seconds: u32,
+            ) -> Result<Vec<Operation>, StoreError> {
+                if tools.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut tx = self.begin_write().await?;
+                let now = now(&mut tx).await?;
+                // Tools are few: two placeholders each (name, end of grace), after the two
+                // fixed ones.
+                let per_tool: Vec<String> = (0..tools.len())
+                    .map(|i| format!("(tool = ${} and coalesce(unknown_since, updated_at) <= ${})", 2 * i + 3, 2 * i + 4))
+                    .collect();
+                let sql = format!(
+                    "select {OPERATION_COLUMNS} from operations \
+                     where status = 'unknown' and (next_reconcile_at is null or next_reconcile_at <= $1) \
+                       and ({}) \
+                     order by next_reconcile_at nulls first, id limit $2{}",
+                    per_tool.join(" or "),
+                    $skip_locked
+                );
+                let mut query = sqlx::query_as::<_, OperationRow>(&sql).bind(now).bind(i64::from(limit));
+                for (tool, grace_ms) in tools {
+                    let grace_ends = now - chrono::Duration::milliseconds(i64::from(*grace_ms));
+                    query = query.bind(to_text(tool)).bind(grace_ends);
+                }
+                let rows = query.fetch_all(&mut *tx).await.map_err(store_error)?;
+                let held_until = now + chrono::Duration::seconds(i64::from(hold_seconds));
+                let mut taken = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let operation = Operation::try_from(row)?;
+                    // Not a state change: only the reconciler's own schedule moves.
+                    sqlx::query("update operations set next_reconcile_at = $1 where id = $2 and status = 'unknown'")
+                        .bind(held_until)
+                        .bind(operation.id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(store_error)?;
+                    taken.push(operation);
+                }
+                tx.commit().await.map_err(store_error)?;
+                Ok(taken)
             }
 
             async fn expire_leases(&self, limit: u32) -> Result<usize, StoreError> {

@@ -14,7 +14,7 @@ use uuid::Uuid;
 /// Columns selected for an operation, in `OperationRow` order.
 pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, args, run_id, step, \
      status, attempt, result, error, retryable, provider_ref, lease_token, lease_expires_at, created_at, updated_at, \
-     completed_at, expires_at, approval, approval_expires_at";
+     completed_at, expires_at, approval, approval_expires_at, runner, unknown_since, reconcile_attempts, next_reconcile_at";
 
 /// The list query, the same text for both databases (sqlx binds `$N` on SQLite too).
 pub fn list_sql() -> String {
@@ -53,6 +53,10 @@ pub struct OperationRow {
     expires_at: DateTime<Utc>,
     approval: Option<Json<Approval>>,
     approval_expires_at: Option<DateTime<Utc>>,
+    runner: String,
+    unknown_since: Option<DateTime<Utc>>,
+    reconcile_attempts: i32,
+    next_reconcile_at: Option<DateTime<Utc>>,
 }
 
 /// Parses stored text through the type's serde form (and so through its checks).
@@ -98,6 +102,10 @@ impl TryFrom<OperationRow> for Operation {
             expires_at: row.expires_at,
             approval: row.approval.map(|json| json.0),
             approval_expires_at: row.approval_expires_at,
+            runner: from_text(row.runner)?,
+            unknown_since: row.unknown_since,
+            reconcile_attempts: row.reconcile_attempts.unsigned_abs(),
+            next_reconcile_at: row.next_reconcile_at,
             lease,
         })
     }
@@ -152,6 +160,10 @@ pub struct OperationValues {
     pub expires_at: DateTime<Utc>,
     pub approval: Option<Json<Approval>>,
     pub approval_expires_at: Option<DateTime<Utc>>,
+    pub runner: String,
+    pub unknown_since: Option<DateTime<Utc>>,
+    pub reconcile_attempts: i32,
+    pub next_reconcile_at: Option<DateTime<Utc>>,
 }
 
 impl From<&Operation> for OperationValues {
@@ -181,6 +193,10 @@ impl From<&Operation> for OperationValues {
             expires_at: op.expires_at,
             approval: op.approval.clone().map(Json),
             approval_expires_at: op.approval_expires_at,
+            runner: to_text(&op.runner),
+            unknown_since: op.unknown_since,
+            reconcile_attempts: i32::try_from(op.reconcile_attempts).unwrap_or(i32::MAX),
+            next_reconcile_at: op.next_reconcile_at,
         }
     }
 }

@@ -2,8 +2,10 @@
 //! `Application::run_until`; each can also be driven one round at a time by tests.
 
 mod lease_reaper;
+mod reconciler;
 
 pub use lease_reaper::LeaseReaper;
+pub use reconciler::Reconciler;
 
 use tokio::sync::watch;
 

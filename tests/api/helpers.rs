@@ -124,6 +124,7 @@ impl TestApp {
 }
 
 /// An HTTP client with one method per endpoint.
+#[derive(Clone)]
 pub struct Client {
     pub http: reqwest::Client,
     pub base: String,

@@ -2,18 +2,24 @@
 //! Every test runs once on SQLite and once on PostgreSQL.
 
 mod helpers;
+mod sandbox_helpers;
 
 mod approvals;
 mod auth;
 mod cli;
 mod errors;
+mod faults;
+mod interventions;
 mod keys_and_users;
 mod lifecycle;
 mod openapi;
 mod operations;
 mod processes;
+mod provider;
 mod rate_limits;
 mod roles;
+mod sandbox;
+mod sandbox_faults;
 mod security;
 mod sessions;
 mod ui;

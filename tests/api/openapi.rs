@@ -26,6 +26,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/operations/{id}/unknown"),
     ("post", "/v1/operations/{id}/approve"),
     ("post", "/v1/operations/{id}/reject"),
+    ("post", "/v1/operations/{id}/reconcile"),
+    ("post", "/v1/operations/{id}/resolve"),
+    ("post", "/v1/operations/{id}/expire"),
+    ("post", "/v1/tools/{name}/invoke"),
     ("get", "/v1/tools"),
     ("get", "/v1/tools/{name}"),
     ("put", "/v1/tools/{name}"),
@@ -165,7 +169,14 @@ async fn the_op_schema_has_the_fields_of_the_contract_and_no_lease() {
     ]
     .into();
     // The contract's fields, plus this server's documented extension.
-    let extensions: BTreeSet<&str> = ["approval_expires_at"].into();
+    let extensions: BTreeSet<&str> = [
+        "approval_expires_at",
+        "runner",
+        "unknown_since",
+        "reconcile_attempts",
+        "next_reconcile_at",
+    ]
+    .into();
     assert_eq!(fields, &contract | &extensions);
 
     for newtype in [

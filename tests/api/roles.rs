@@ -119,6 +119,32 @@ async fn every_endpoint_answers_every_caller_as_the_contract_says(db: Db) {
             [401, 403, 403, 403, 403, 409, 409],
         ),
         (
+            "POST",
+            format!("{op}/reconcile"),
+            json!({}),
+            [401, 403, 403, 403, 409, 403, 409],
+        ),
+        // Without a reason: the role is checked first, then the body (400), so nothing
+        // changes for the rows after.
+        (
+            "POST",
+            format!("{op}/resolve"),
+            json!({ "outcome": "failed" }),
+            [401, 403, 403, 403, 400, 403, 400],
+        ),
+        (
+            "POST",
+            format!("{op}/expire"),
+            json!({}),
+            [401, 403, 403, 403, 400, 403, 400],
+        ),
+        (
+            "POST",
+            "/v1/tools/t/invoke".into(),
+            json!({ "key": "k-invoke", "args": {} }),
+            [401, 400, 400, 403, 403, 403, 403],
+        ),
+        (
             "GET",
             "/v1/tools".into(),
             json!({}),
@@ -223,6 +249,16 @@ async fn the_role_is_checked_before_the_body_is_read(db: Db) {
             "POST",
             format!("{op}/reject"),
             [401, 403, 403, 403, 400, 400],
+        ),
+        (
+            "POST",
+            format!("{op}/resolve"),
+            [401, 403, 403, 400, 403, 400],
+        ),
+        (
+            "POST",
+            format!("{op}/expire"),
+            [401, 403, 403, 400, 403, 400],
         ),
         ("POST", "/v1/keys".into(), [401, 403, 403, 403, 403, 400]),
         ("POST", "/v1/users".into(), [401, 403, 403, 403, 403, 400]),

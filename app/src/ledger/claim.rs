@@ -202,6 +202,10 @@ fn create(
         approval_expires_at: needs_approval
             .then(|| now + Duration::seconds(i64::from(request.policy.approval_ttl_seconds))),
         lease: (!needs_approval).then(|| lease.clone()),
+        runner: request.runner,
+        unknown_since: None,
+        reconcile_attempts: 0,
+        next_reconcile_at: None,
     };
     let mut writes = Vec::new();
     let mut events = Vec::new();
@@ -316,6 +320,9 @@ pub fn expire_lease_at(existing: Operation, now: DateTime<Utc>) -> Decision<Oper
         takeover_allowed: existing.effect.allows_lease_takeover(),
     });
     after.updated_at = now;
+    if after.status == OperationStatus::Unknown {
+        after.mark_unknown_since(now);
+    }
     after.error = Some(
         json!({ "code": "lease_expired", "message": "the lease ran out before the outcome was reported" }),
     );
@@ -346,6 +353,7 @@ mod tests {
     use super::*;
     use crate::domain::{IdempotencyKey, KeySource, Namespace, ToolName, ToolPolicy};
     use crate::ledger::Approval;
+    use crate::ledger::Runner;
 
     fn request() -> ClaimRequest {
         let tool = ToolName::try_from("refund").unwrap();
@@ -360,6 +368,7 @@ mod tests {
             args,
             run_id: None,
             step: Some(4),
+            runner: Runner::Agent,
         }
     }
 

@@ -85,6 +85,7 @@ pub fn decide_report(
         }
         Report::Unknown { error } => {
             after.move_by(Transition::MarkUnknown);
+            after.mark_unknown_since(now);
             after.error = error.clone();
             (
                 EventKind::MarkedUnknown,

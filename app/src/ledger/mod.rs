@@ -3,19 +3,28 @@
 
 mod claim;
 mod complete;
+mod executor;
+mod failpoint;
 mod model;
 mod notes;
+mod operator;
 mod provider;
 mod service;
+mod settle;
 mod store;
 mod verdict;
 mod write;
 
 pub use claim::{decide_claim, expire_lease_at, ttl_has_ended, Claim, Fresh};
 pub use complete::{decide_report, Report, ReportRefused};
-pub use model::{Approval, ClaimRequest, Event, EventKind, Lease, Operation};
+pub use executor::{Invoked, EXECUTOR_ACTOR};
+pub use model::{Approval, ClaimRequest, Event, EventKind, Lease, Operation, Runner};
+pub use operator::{ReconcileRound, RECONCILER_ACTOR};
 pub use provider::{Execution, Lookup, LookupError, Provider};
 pub use service::{BeginRequest, Ledger, LedgerError};
+pub use settle::{
+    decide_settlement, Resolution, SettleRefused, Settlement, RECONCILE_BACKOFF_SECONDS,
+};
 pub use store::{LedgerStore, OperationFilter, RegisteredTool};
 pub use verdict::{decide_verdict, Verdict, VerdictRefused};
 pub use write::{Decision, Write};

@@ -58,8 +58,28 @@ pub struct Operation {
     pub approval: Option<Approval>,
     /// While `awaiting_approval`: when the request lapses and the operation is rejected.
     pub approval_expires_at: Option<DateTime<Utc>>,
+    /// Who executes the tool.
+    pub runner: Runner,
+    /// When the operation (last) became `unknown`; reconciliation latency counts from here.
+    pub unknown_since: Option<DateTime<Utc>>,
+    /// Failed reconciliation lookups since it became `unknown`; they space out the next ones.
+    pub reconcile_attempts: u32,
+    /// While `unknown`: when the reconciler may ask the provider again (`None`: now).
+    pub next_reconcile_at: Option<DateTime<Utc>>,
     #[serde(skip)]
     pub lease: Option<Lease>,
+}
+
+/// Who executes an operation's tool once it holds a lease.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Runner {
+    /// The caller claimed it (`POST /v1/operations`), runs the tool and reports.
+    #[default]
+    Agent,
+    /// The ledger runs the tool's executor itself (`POST /v1/tools/{name}/invoke`).
+    Idem,
 }
 
 impl Operation {
@@ -70,6 +90,14 @@ impl Operation {
         self.status = transition(self.status, event).unwrap_or_else(|refused| {
             panic!("a ledger rule decided an impossible transition: {refused}")
         });
+    }
+
+    /// Starts the reconciliation clock: the operation became `unknown` at `now`, and the
+    /// reconciler may ask the provider right away.
+    pub fn mark_unknown_since(&mut self, now: DateTime<Utc>) {
+        self.unknown_since = Some(now);
+        self.reconcile_attempts = 0;
+        self.next_reconcile_at = None;
     }
 
     /// Whether a live lease is held at `now`.
@@ -92,6 +120,7 @@ pub struct ClaimRequest {
     pub args: Value,
     pub run_id: Option<String>,
     pub step: Option<u64>,
+    pub runner: Runner,
 }
 
 /// Kinds of audit events. State changes are written in the same transaction as the change;

@@ -8,7 +8,9 @@ use uuid::Uuid;
 
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
-use super::model::{ClaimRequest, Event, Operation};
+use super::model::{ClaimRequest, Event, Operation, Runner};
+use super::provider::Provider;
+use super::settle::SettleRefused;
 use super::store::{LedgerStore, OperationFilter, RegisteredTool};
 use super::verdict::{Verdict, VerdictRefused};
 use crate::domain::{
@@ -27,6 +29,8 @@ pub struct BeginRequest {
     pub business_key: Option<String>,
     pub run_id: Option<String>,
     pub step: Option<u64>,
+    /// Who will execute the tool: the caller, or idem (`invoke`).
+    pub runner: Runner,
 }
 
 /// Why the ledger refused a request.
@@ -44,6 +48,20 @@ pub enum LedgerError {
     /// 409: a verdict on an operation that does not wait for one.
     #[error(transparent)]
     VerdictRefused(#[from] VerdictRefused),
+    /// 409 or 502: a settlement the operation's state (or the provider) did not allow.
+    #[error(transparent)]
+    SettleRefused(#[from] SettleRefused),
+    /// 409 `not_reconcilable`: the operation's tool has no `reconcile_url` to ask.
+    #[error(
+        "the tool {tool} has no executor.reconcile_url to ask; a person must resolve the operation"
+    )]
+    NotReconcilable { tool: String },
+    /// This server was built without a provider client (a configuration bug).
+    #[error("this ledger has no provider client")]
+    NoProvider,
+    /// A bug or a crash inside the server; logged, answered as 500.
+    #[error("{0}")]
+    Internal(String),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -58,10 +76,12 @@ impl LedgerError {
     }
 }
 
-/// Claims, reports and reads over a [`LedgerStore`]. Cheap to clone.
+/// Claims, reports and reads over a [`LedgerStore`]; executions and reconciliation through a
+/// [`Provider`]. Cheap to clone.
 #[derive(Clone)]
 pub struct Ledger {
-    store: Arc<dyn LedgerStore>,
+    pub(super) store: Arc<dyn LedgerStore>,
+    provider: Option<Arc<dyn Provider>>,
 }
 
 /// The operation a claim is waiting on, if it waits at all.
@@ -74,6 +94,13 @@ fn unsettled(claim: &Claim) -> Option<Uuid> {
     }
 }
 
+/// A lease long enough for the executor's call, its retries and a margin.
+fn lease_covering_the_call(policy: &ToolPolicy) -> u32 {
+    let timeout_ms = policy.executor.as_ref().map_or(0, |e| e.timeout_ms);
+    // Up to three calls (idem's own retries) and their pauses, rounded up, plus a margin.
+    (3 * timeout_ms + 1200).div_ceil(1000) + 2
+}
+
 /// How often a claim is retried when a concurrent claim of the same new key won the insert
 /// (PostgreSQL); the second try always sees the winner's row.
 const CLAIM_ATTEMPTS: usize = 3;
@@ -81,7 +108,20 @@ const CLAIM_ATTEMPTS: usize = 3;
 impl Ledger {
     /// The service over a store.
     pub fn new(store: Arc<dyn LedgerStore>) -> Self {
-        Self { store }
+        Self {
+            store,
+            provider: None,
+        }
+    }
+
+    /// The same ledger, calling tools and asking about keys through `provider`.
+    pub fn with_provider(mut self, provider: Arc<dyn Provider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    pub(super) fn provider(&self) -> Result<&Arc<dyn Provider>, LedgerError> {
+        self.provider.as_ref().ok_or(LedgerError::NoProvider)
     }
 
     /// Begins (or replays) an operation for an agent of `namespace`.
@@ -174,11 +214,16 @@ impl Ledger {
         }
         domain::check_depth(&request.args, domain::MAX_DEPTH)
             .map_err(|e| LedgerError::invalid("json_too_deep", e.to_string()))?;
-        let policy = self
+        let mut policy = self
             .store
             .tool(&tool)
             .await?
             .unwrap_or_else(ToolPolicy::default_for_unregistered);
+        if request.runner == Runner::Idem {
+            // idem's own call must end inside its lease, or the lease could run out while
+            // the call may still take effect.
+            policy.lease_seconds = policy.lease_seconds.max(lease_covering_the_call(&policy));
+        }
         let choice = KeyChoice {
             header: request.header_key.as_deref(),
             key: request.body_key.as_deref(),
@@ -201,6 +246,7 @@ impl Ledger {
             args,
             run_id: request.run_id,
             step: request.step,
+            runner: request.runner,
         })
     }
 
@@ -252,7 +298,11 @@ impl Ledger {
             .decide(id, &verdict, username)
             .await?
             .ok_or(LedgerError::NotFound)?;
-        Ok(decision.outcome?)
+        let operation = decision.outcome?;
+        if operation.status == OperationStatus::Approved && operation.runner == Runner::Idem {
+            self.run_approved_in_background(operation.clone());
+        }
+        Ok(operation)
     }
 
     /// One round of the lease reaper: up to `limit` expired leases become `unknown`.

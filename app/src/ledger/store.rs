@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation};
+use super::settle::{SettleRefused, Settlement};
 use super::verdict::{Verdict, VerdictRefused};
 use super::write::Decision;
 use crate::domain::{Namespace, OperationStatus, ToolName, ToolPolicy};
@@ -45,6 +46,28 @@ pub trait LedgerStore: Send + Sync {
         verdict: &Verdict,
         username: &str,
     ) -> Result<Option<Decision<Result<Operation, VerdictRefused>>>, StoreError>;
+
+    /// Applies a settlement (reconciliation, a late executor answer, a person's resolve or
+    /// expire) with `decide_settlement`, atomically. `None` when there is no such operation.
+    async fn settle(
+        &self,
+        id: Uuid,
+        settlement: &Settlement,
+        actor: &str,
+    ) -> Result<Option<Decision<Result<Operation, SettleRefused>>>, StoreError>;
+
+    /// Takes up to `limit` `unknown` operations of these tools that are due for
+    /// reconciliation, and holds them for `hold_seconds` (their `next_reconcile_at` moves
+    /// past the hold) so that no other reconciler, in this process or another, asks about
+    /// them meanwhile. Each tool comes with its grace in milliseconds: an operation is due
+    /// only that long after it became unknown, because the call that left it unknown may
+    /// still reach the provider until then.
+    async fn take_due_reconciliations(
+        &self,
+        tools: &[(ToolName, u32)],
+        limit: u32,
+        hold_seconds: u32,
+    ) -> Result<Vec<Operation>, StoreError>;
 
     /// Marks `unknown` (with `expire_lease_at`) up to `limit` pending operations whose lease
     /// ran out, of tools whose calls must not be repeated; returns how many. Several processes

@@ -19,6 +19,7 @@ use crate::startup::AppState;
 /// `key`, `business_key`, the tool's `key_fields`, else derived from `run_id` and `step`.
 #[derive(Deserialize, utoipa::ToSchema)]
 pub(crate) struct ClaimBody {
+    /// Required here; for `invoke` optional, and equal to the path's tool if present.
     #[schema(value_type = ToolName)]
     tool: String,
     /// Any JSON object, nested at most 64 deep.
@@ -125,15 +126,7 @@ pub(crate) async fn claim(
     headers: HeaderMap,
     AppJson(body): AppJson<ClaimBody>,
 ) -> ApiResult<Response> {
-    let request = BeginRequest {
-        tool: body.tool,
-        args: body.args,
-        header_key: header_key(&headers)?,
-        body_key: body.key,
-        business_key: body.business_key,
-        run_id: body.run_id,
-        step: body.step,
-    };
+    let request = begin_request(&headers, body)?;
     let Some(wait) = prefer_wait(&headers) else {
         let claim = state
             .ledger
@@ -157,12 +150,26 @@ pub(crate) async fn claim(
     Ok(response)
 }
 
+/// The ledger's request from the headers and the body.
+pub(crate) fn begin_request(headers: &HeaderMap, body: ClaimBody) -> ApiResult<BeginRequest> {
+    Ok(BeginRequest {
+        tool: body.tool,
+        args: body.args,
+        header_key: header_key(headers)?,
+        body_key: body.key,
+        business_key: body.business_key,
+        run_id: body.run_id,
+        step: body.step,
+        runner: Default::default(),
+    })
+}
+
 /// The longest a claim may be held (`Prefer: wait=N`, N ≤ 60).
 const MAX_WAIT_SECONDS: u64 = 60;
 
 /// The `wait` preference of RFC 7240, capped at 60 seconds; other preferences and
 /// malformed values are ignored, as the RFC asks.
-fn prefer_wait(headers: &HeaderMap) -> Option<u64> {
+pub(crate) fn prefer_wait(headers: &HeaderMap) -> Option<u64> {
     headers
         .get_all("prefer")
         .iter()
@@ -180,7 +187,7 @@ fn prefer_wait(headers: &HeaderMap) -> Option<u64> {
 }
 
 /// The contract's answer for each outcome of a claim.
-fn claim_response(claim: Claim) -> Response {
+pub(crate) fn claim_response(claim: Claim) -> Response {
     match claim {
         Claim::Started { operation, lease } => {
             let body = json!({ "operation": operation, "lease": { "token": lease.token, "expires_at": lease.expires_at } });

@@ -2,11 +2,12 @@
 
 mod approvals;
 mod claim;
+mod interventions;
 mod reads;
 mod reports;
 
 use app::domain::{Namespace, Permission};
-use app::ledger::{LedgerError, Operation};
+use app::ledger::{LedgerError, Operation, SettleRefused};
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Serialize;
@@ -18,6 +19,10 @@ use crate::startup::AppState;
 
 pub(super) use approvals::{__path_approve, __path_reject, approve, reject};
 pub(super) use claim::{__path_claim, claim};
+pub(crate) use claim::{begin_request, claim_response, prefer_wait, ClaimBody};
+pub(super) use interventions::{
+    __path_expire, __path_reconcile, __path_resolve, expire, reconcile, resolve,
+};
 pub(super) use reads::{__path_events, __path_list, __path_read, events, list, read};
 pub(super) use reports::{__path_complete, __path_unknown, complete, unknown};
 
@@ -31,6 +36,9 @@ pub fn router() -> Router<AppState> {
         .route("/v1/operations/{id}/unknown", post(unknown))
         .route("/v1/operations/{id}/approve", post(approve))
         .route("/v1/operations/{id}/reject", post(reject))
+        .route("/v1/operations/{id}/reconcile", post(reconcile))
+        .route("/v1/operations/{id}/resolve", post(resolve))
+        .route("/v1/operations/{id}/expire", post(expire))
 }
 
 impl From<LedgerError> for ApiError {
@@ -57,18 +65,47 @@ impl From<LedgerError> for ApiError {
                 },
                 message: refused.to_string(),
             },
+            LedgerError::SettleRefused(refused) => settle_refused(refused),
+            LedgerError::NotReconcilable { .. } => ApiError::Conflict {
+                code: "not_reconcilable",
+                message: error.to_string(),
+            },
+            LedgerError::NoProvider | LedgerError::Internal(_) => {
+                ApiError::Internal(error.to_string().into())
+            }
             LedgerError::Store(inner) => inner.into(),
         }
     }
 }
 
-/// `{"operation": Op}`.
-#[derive(Serialize, utoipa::ToSchema)]
-pub(super) struct OperationBody<'a> {
-    pub(super) operation: &'a Operation,
+fn settle_refused(refused: SettleRefused) -> ApiError {
+    let message = refused.to_string();
+    match refused {
+        SettleRefused::NotUnknown { .. } => ApiError::Conflict {
+            code: "operation_not_unknown",
+            message,
+        },
+        SettleRefused::Transition(invalid) => ApiError::Conflict {
+            code: invalid.code(),
+            message,
+        },
+        SettleRefused::ProviderUnavailable {
+            next_attempt_at, ..
+        } => ApiError::BadGateway {
+            code: "provider_unavailable",
+            message,
+            details: serde_json::json!({ "next_attempt_at": next_attempt_at }),
+        },
+    }
 }
 
-pub(super) fn actor(agent: &AgentCaller) -> String {
+/// `{"operation": Op}`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct OperationBody<'a> {
+    pub(crate) operation: &'a Operation,
+}
+
+pub(crate) fn actor(agent: &AgentCaller) -> String {
     format!("agent:{}/{}", agent.0.namespace, agent.0.key_name)
 }
 

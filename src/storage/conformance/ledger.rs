@@ -49,6 +49,7 @@ fn request(namespace: &str, key: &str, tool: &str) -> ClaimRequest {
         args,
         run_id: Some("run-1".into()),
         step: Some(3),
+        runner: app::ledger::Runner::Agent,
     }
 }
 

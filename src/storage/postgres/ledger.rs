@@ -5,9 +5,9 @@
 
 use app::domain::{Namespace, ToolName, ToolPolicy};
 use app::ledger::{
-    decide_claim, decide_report, decide_verdict, expire_lease_at, Claim, ClaimRequest, Decision,
-    Event, Fresh, LedgerStore, Operation, OperationFilter, RegisteredTool, Report, ReportRefused,
-    Verdict, VerdictRefused, Write,
+    decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
+    ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationFilter, RegisteredTool,
+    Report, ReportRefused, SettleRefused, Settlement, Verdict, VerdictRefused, Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};

@@ -1,0 +1,186 @@
+//! Operators settle what agents could not: `reconcile` (ask the provider now), `resolve`
+//! (settle by hand) and `expire` (end the key's life now). Each is audited with who and why.
+
+use app::domain::Outcome;
+use app::ledger::Resolution;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{operation_id, OperationBody};
+use crate::http::auth::Operator;
+use crate::http::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::json::AppJson;
+use crate::startup::AppState;
+
+const MAX_REASON_CHARS: usize = 1000;
+
+/// Why a person intervened; required, because the audit trail and the agent are told it.
+fn required_reason(reason: Option<String>) -> ApiResult<String> {
+    let reason = reason.map(|r| r.trim().to_owned()).unwrap_or_default();
+    if reason.is_empty() {
+        return Err(ApiError::bad_request(
+            "missing_reason",
+            "a manual intervention needs a reason: it is recorded in the audit trail",
+        ));
+    }
+    if reason.chars().count() > MAX_REASON_CHARS {
+        return Err(ApiError::bad_request(
+            "invalid_request",
+            "reason is longer than 1000 characters",
+        ));
+    }
+    Ok(reason)
+}
+
+fn answer(operation: &app::ledger::Operation) -> Response {
+    AppJson(OperationBody { operation }).into_response()
+}
+
+/// Asks the tool's `reconcile_url` about an `unknown` operation now and settles it:
+/// `succeeded` if the provider saw the key, `failed` with `retryable: true` if it did not.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/reconcile",
+    tag = "operations",
+    security(("session" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    responses(
+        (status = 200, body = OperationBody, description = "The operation, settled by the provider's answer"),
+        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
+        (status = 403, body = ErrorBody, description = "`forbidden`: operators and admins only"),
+        (status = 404, body = ErrorBody, description = "`not_found`"),
+        (status = 409, body = ErrorBody,
+            description = "`operation_not_unknown` (only unknown operations are reconciled) or \
+                `not_reconcilable` (the tool has no `reconcile_url`: resolve it by hand)"),
+        (status = 502, body = ErrorBody,
+            description = "`provider_unavailable`: the provider did not answer; the attempt is \
+                recorded and the background reconciler asks again (`details.next_attempt_at`)"),
+    )
+)]
+#[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
+pub(crate) async fn reconcile(
+    State(state): State<AppState>,
+    Operator(person): Operator,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let id = operation_id(&id)?;
+    let actor = format!("user:{}", person.0.username);
+    let operation = state.ledger.reconcile_now(id, &actor).await?;
+    Ok(answer(&operation))
+}
+
+/// A manual settlement.
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct ResolveBody {
+    /// `succeeded` or `failed`.
+    #[schema(value_type = String)]
+    outcome: Outcome,
+    /// For `succeeded`: what the tool returned, if known.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    result: Option<Value>,
+    /// For `failed`: `{"code", "message"}`; defaults to `resolved_by_operator` and the reason.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    error: Option<Value>,
+    /// For `failed`: whether the next claim may run the action again (default false).
+    #[serde(default)]
+    retryable: bool,
+    /// Why; required.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// Settles a `pending` or `unknown` operation by hand: a manual intervention, audited with who
+/// and why. Later claims with the key replay it like any final outcome.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/resolve",
+    tag = "operations",
+    security(("session" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    request_body = ResolveBody,
+    responses(
+        (status = 200, body = OperationBody, description = "The operation, now `succeeded` or `failed`"),
+        (status = 400, body = ErrorBody,
+            description = "`missing_reason`, `invalid_request` or `malformed_json`"),
+        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
+        (status = 403, body = ErrorBody, description = "`forbidden`: operators and admins only"),
+        (status = 404, body = ErrorBody, description = "`not_found`"),
+        (status = 409, body = ErrorBody,
+            description = "`operation_already_final`, or `invalid_transition` (awaiting approval or approved)"),
+    )
+)]
+#[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
+pub(crate) async fn resolve(
+    State(state): State<AppState>,
+    Operator(person): Operator,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<ResolveBody>,
+) -> ApiResult<Response> {
+    let id = operation_id(&id)?;
+    if body.error.as_ref().is_some_and(|e| !e.is_object()) {
+        return Err(ApiError::bad_request(
+            "invalid_request",
+            "error must be an object {\"code\", \"message\"}",
+        ));
+    }
+    let resolution = Resolution {
+        outcome: body.outcome,
+        result: body.result,
+        error: body.error,
+        retryable: body.retryable && body.outcome == Outcome::Failed,
+        reason: required_reason(body.reason)?,
+    };
+    let operation = state
+        .ledger
+        .resolve(id, resolution, person.0.username.as_str())
+        .await?;
+    Ok(answer(&operation))
+}
+
+/// Why the key's life ends now.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct ExpireBody {
+    /// Why; required.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// Ends the key's life now, so the next claim with it starts a new operation (the old one
+/// stays in history). Refused while the outcome is open (`pending`, `unknown`): settle first.
+#[utoipa::path(
+    post,
+    path = "/v1/operations/{id}/expire",
+    tag = "operations",
+    security(("session" = [])),
+    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    request_body = ExpireBody,
+    responses(
+        (status = 200, body = OperationBody, description = "The operation, its `expires_at` now"),
+        (status = 400, body = ErrorBody,
+            description = "`missing_reason`, `invalid_request` or `malformed_json`"),
+        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
+        (status = 403, body = ErrorBody, description = "`forbidden`: operators and admins only"),
+        (status = 404, body = ErrorBody, description = "`not_found`"),
+        (status = 409, body = ErrorBody,
+            description = "`invalid_transition`: the operation is `pending` or `unknown`"),
+    )
+)]
+#[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
+pub(crate) async fn expire(
+    State(state): State<AppState>,
+    Operator(person): Operator,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<ExpireBody>,
+) -> ApiResult<Response> {
+    let id = operation_id(&id)?;
+    let reason = required_reason(body.reason)?;
+    let operation = state
+        .ledger
+        .expire(id, reason, person.0.username.as_str())
+        .await?;
+    Ok(answer(&operation))
+}
