@@ -2,6 +2,7 @@
 
 use clap::Args;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Where the data lives; every subcommand takes it.
 #[derive(Debug, Clone, Args)]
@@ -67,6 +68,28 @@ pub struct ServeConfig {
         default_value = "1000,5000,30000,120000"
     )]
     pub approval_webhook_retry_ms: Vec<u64>,
+    /// A session unused for this many minutes is over; every session also ends 12 hours
+    /// after sign-in.
+    #[arg(
+        long = "session-idle-minutes",
+        env = "IDEM_SESSION_IDLE_MINUTES",
+        default_value = "30",
+        value_parser = minutes
+    )]
+    pub session_idle: Duration,
+
+    /// Requests per second each API key may make on average; 0 turns the limit off.
+    #[arg(long, env = "IDEM_RATE_LIMIT_PER_SECOND", default_value_t = 1000)]
+    pub rate_limit_per_second: u32,
+
+    /// Requests an API key may make in a burst before the average applies (at least 1).
+    #[arg(
+        long,
+        env = "IDEM_RATE_LIMIT_BURST",
+        default_value_t = 2000,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub rate_limit_burst: u32,
 
     /// Log as JSON lines instead of text.
     #[arg(long, env = "IDEM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
@@ -90,6 +113,9 @@ impl ServeConfig {
             reconcile_interval_ms: 200,
             approval_webhook_url: None,
             approval_webhook_retry_ms: vec![20, 20, 20, 20],
+            session_idle: Duration::from_secs(30 * 60),
+            rate_limit_per_second: 1000,
+            rate_limit_burst: 2000,
             log_format: "text".into(),
         }
     }
@@ -99,5 +125,15 @@ impl ServeConfig {
         self.public_url
             .as_deref()
             .is_some_and(|url| url.to_ascii_lowercase().starts_with("https://"))
+    }
+}
+
+/// Parses a whole number of minutes, at least one.
+fn minutes(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<u64>() {
+        Ok(minutes) if minutes >= 1 => Ok(Duration::from_secs(minutes * 60)),
+        _ => Err(format!(
+            "{text:?} is not a whole number of minutes (1 or more)"
+        )),
     }
 }

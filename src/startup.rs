@@ -27,6 +27,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
 use crate::http;
+use crate::http::rate_limit::KeyRateLimit;
 use crate::provider::HttpProvider;
 use crate::storage::Database;
 use crate::workers::{ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler, WebhookQueue};
@@ -40,6 +41,7 @@ pub struct AppState {
     pub ledger: Ledger,
     pub metrics: Metrics,
     pub session_cookie: SessionCookie,
+    pub key_rate_limit: KeyRateLimit,
     pub leptos_options: LeptosOptions,
 }
 
@@ -65,7 +67,11 @@ impl Application {
     /// binds the listener.
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
         let database = Database::open(&config.database.database_url).await?;
-        let identity = Identity::new(database.identity_store(), IdentityPolicy::default());
+        let policy = IdentityPolicy {
+            session_idle_timeout: chrono::Duration::from_std(config.session_idle)?,
+            ..IdentityPolicy::default()
+        };
+        let identity = Identity::new(database.identity_store(), policy);
         let audit = AuditLog::new(database.audit_store());
         if let Some(password) = identity.ensure_first_admin().await? {
             tracing::warn!(
@@ -94,6 +100,10 @@ impl Application {
             session_cookie: SessionCookie {
                 secure: config.serves_https(),
             },
+            key_rate_limit: KeyRateLimit::new(
+                config.rate_limit_per_second,
+                config.rate_limit_burst,
+            ),
             leptos_options: leptos_options(&config, site_addr),
         };
         let router = router(state.clone(), &config);
@@ -222,6 +232,7 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
             provide_context(state.identity.clone());
             provide_context(state.audit.clone());
             provide_context(state.session_cookie);
+            http::csp::set_page_policy();
         }
     };
     let routes = generate_route_list(App);
@@ -249,7 +260,8 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
         .layer(axum::middleware::from_fn(http::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn(http::ensure_error_shape))
         // Every answer: no MIME sniffing, no referrer leaking ids to other sites, and no
-        // framing by other pages (clickjacking an approval button).
+        // framing by other pages (clickjacking an approval button). Pages set their own,
+        // fuller CSP while rendering (`http::csp`); this one is for everything else.
         .layer(SetResponseHeaderLayer::if_not_present(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
@@ -260,7 +272,7 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
         ))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("frame-ancestors 'none'"),
+            HeaderValue::from_static(http::csp::NON_PAGE_POLICY),
         ))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(request_span))

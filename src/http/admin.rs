@@ -2,7 +2,7 @@
 //! command line (`idem keys …`, `idem users …`).
 
 use app::audit::actions;
-use app::domain::{ApiKeyInfo, Namespace, Permission, Role, UserInfo, Username};
+use app::domain::{ApiKeyInfo, Namespace, Role, UserInfo, Username};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +13,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::audit::ClientAddress;
-use super::auth::Person;
+use super::auth::Admin;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
 use crate::startup::AppState;
@@ -71,11 +71,10 @@ struct KeyList {
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
 async fn create_key(
     State(state): State<AppState>,
-    person: Person,
+    Admin(person): Admin,
     address: ClientAddress,
     AppJson(body): AppJson<CreateKeyRequest>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Administer)?;
     let namespace = Namespace::try_from(body.namespace)
         .map_err(|e| ApiError::bad_request("invalid_namespace", e.to_string()))?;
     let (api_key, secret) = state.identity.create_api_key(namespace, body.name).await?;
@@ -105,8 +104,7 @@ async fn create_key(
         (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
-async fn list_keys(State(state): State<AppState>, person: Person) -> ApiResult<AppJson<KeyList>> {
-    person.require(Permission::Administer)?;
+async fn list_keys(State(state): State<AppState>, _admin: Admin) -> ApiResult<AppJson<KeyList>> {
     let api_keys = state.identity.list_api_keys().await?;
     Ok(AppJson(KeyList { api_keys }))
 }
@@ -131,11 +129,10 @@ async fn list_keys(State(state): State<AppState>, person: Person) -> ApiResult<A
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, key_id = %id))]
 async fn revoke_key(
     State(state): State<AppState>,
-    person: Person,
+    Admin(person): Admin,
     address: ClientAddress,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    person.require(Permission::Administer)?;
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound("no such API key"))?;
     if state.identity.revoke_api_key(id).await? {
         let action = person.did(
@@ -196,11 +193,10 @@ struct CreatedUser {
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
 async fn create_user(
     State(state): State<AppState>,
-    person: Person,
+    Admin(person): Admin,
     address: ClientAddress,
     AppJson(body): AppJson<CreateUserRequest>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Administer)?;
     let username = Username::try_from(body.username)
         .map_err(|e| ApiError::bad_request("invalid_username", e.to_string()))?;
     let role = body
@@ -233,8 +229,7 @@ async fn create_user(
         (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
-async fn list_users(State(state): State<AppState>, person: Person) -> ApiResult<AppJson<UserList>> {
-    person.require(Permission::Administer)?;
+async fn list_users(State(state): State<AppState>, _admin: Admin) -> ApiResult<AppJson<UserList>> {
     let users = state.identity.list_users().await?;
     Ok(AppJson(UserList { users }))
 }

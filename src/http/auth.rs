@@ -43,6 +43,20 @@ impl Person {
     }
 }
 
+/// A person whose role may reconcile, resolve and expire operations; refuses before the body
+/// is read.
+#[derive(Debug, Clone)]
+pub struct Operator(pub Person);
+
+/// A person whose role may approve and reject. As an extractor it refuses before the body
+/// is read, so a caller without the role is told 403 whatever they send.
+#[derive(Debug, Clone)]
+pub struct Approver(pub Person);
+
+/// A person whose role may manage users, API keys and tools; refuses before the body is read.
+#[derive(Debug, Clone)]
+pub struct Admin(pub Person);
+
 /// Either kind of caller, for routes open to both.
 #[derive(Debug, Clone)]
 pub enum Caller {
@@ -62,11 +76,14 @@ async fn agent_from(parts: &Parts, state: &AppState) -> ApiResult<Option<AgentCa
     let Some(token) = bearer_token(&parts.headers) else {
         return Ok(None);
     };
-    let agent = state.identity.agent_for_key(token).await?;
-    agent
-        .map(AgentCaller)
-        .map(Some)
-        .ok_or(ApiError::Unauthorized("invalid or revoked API key"))
+    let agent = state
+        .identity
+        .agent_for_key(token)
+        .await?
+        .ok_or(ApiError::Unauthorized("invalid or revoked API key"))?;
+    // Counted once the key is known to be real, so invented keys cannot fill the limiter.
+    state.key_rate_limit.check(agent.key_id)?;
+    Ok(Some(AgentCaller(agent)))
 }
 
 async fn person_from(parts: &Parts, state: &AppState) -> ApiResult<Option<Person>> {
@@ -104,6 +121,43 @@ impl FromRequestParts<AppState> for Person {
         person_from(parts, state)
             .await?
             .ok_or(ApiError::Unauthorized("sign in first"))
+    }
+}
+
+async fn person_who_may(
+    parts: &mut Parts,
+    state: &AppState,
+    permission: Permission,
+) -> ApiResult<Person> {
+    let person = Person::from_request_parts(parts, state).await?;
+    person.require(permission)?;
+    Ok(person)
+}
+
+impl FromRequestParts<AppState> for Operator {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        person_who_may(parts, state, Permission::Operate)
+            .await
+            .map(Operator)
+    }
+}
+
+impl FromRequestParts<AppState> for Approver {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        person_who_may(parts, state, Permission::Approve)
+            .await
+            .map(Approver)
+    }
+}
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        person_who_may(parts, state, Permission::Administer)
+            .await
+            .map(Admin)
     }
 }
 

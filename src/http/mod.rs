@@ -3,6 +3,7 @@
 mod admin;
 pub mod audit;
 pub mod auth;
+pub mod csp;
 pub mod csrf;
 pub mod error;
 mod health;
@@ -12,6 +13,7 @@ mod metrics;
 mod openapi;
 mod operations;
 mod page;
+pub mod rate_limit;
 mod tools;
 
 use axum::body::Body;

@@ -23,7 +23,8 @@ use crate::startup::AppState;
 Every body is JSON; times are RFC 3339 UTC. Every error, whatever its status, is \
 `{\"error\": {\"code\", \"message\", \"details\"}}`. Besides the statuses listed per \
 operation, any request may be answered `405 method_not_allowed`, `408 request_timeout` \
-or `500 internal_error` in that shape, and every answer carries `x-request-id`."),
+or `500 internal_error` in that shape, a request with an API key over its rate limit \
+`429 too_many_requests` with `Retry-After`, and every answer carries `x-request-id`."),
     paths(
         health::healthz,
         health::readyz,

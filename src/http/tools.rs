@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::audit::ClientAddress;
-use super::auth::{Caller, Person};
+use super::auth::{Admin, Caller};
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::json::AppJson;
 use crate::startup::AppState;
@@ -157,12 +157,11 @@ async fn read(
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, tool = %name))]
 async fn register(
     State(state): State<AppState>,
-    person: Person,
+    Admin(person): Admin,
     address: ClientAddress,
     Path(name): Path<String>,
     AppJson(body): AppJson<Value>,
 ) -> ApiResult<AppJson<ToolBody>> {
-    person.require(Permission::Administer)?;
     let policy: ToolPolicy = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request("invalid_tool_policy", e.to_string()))?;
     let tool = state.ledger.put_tool(&name, policy).await?;

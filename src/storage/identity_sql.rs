@@ -80,8 +80,8 @@ macro_rules! impl_identity_store {
 
             async fn insert_session(&self, session: NewSession) -> Result<(), StoreError> {
                 sqlx::query(
-                    r#"insert into sessions (token_hash, user_id, created_at, expires_at)
-                       values ($1, $2, $3, $4)"#,
+                    r#"insert into sessions (token_hash, user_id, created_at, expires_at, last_used_at)
+                       values ($1, $2, $3, $4, $3)"#,
                 )
                 .bind(&session.token_hash.0[..])
                 .bind(session.user_id)
@@ -93,13 +93,13 @@ macro_rules! impl_identity_store {
                 Ok(())
             }
 
-            async fn session_user(
+            async fn session(
                 &self,
                 token_hash: &SecretHash,
-                now: DateTime<Utc>,
-            ) -> Result<Option<UserInfo>, StoreError> {
+            ) -> Result<Option<StoredSession>, StoreError> {
                 let row: Option<SessionUserRow> = sqlx::query_as(
-                    r#"select u.id, u.username, u.role, u.password_hash, u.created_at, s.expires_at
+                    r#"select u.id, u.username, u.role, u.password_hash, u.created_at,
+                              s.expires_at, s.last_used_at
                        from sessions s join users u on u.id = s.user_id
                        where s.token_hash = $1"#,
                 )
@@ -107,7 +107,21 @@ macro_rules! impl_identity_store {
                 .fetch_optional(&self.$reader)
                 .await
                 .map_err(store_error)?;
-                live_session_user(row, now)
+                row.map(StoredSession::try_from).transpose()
+            }
+
+            async fn touch_session(
+                &self,
+                token_hash: &SecretHash,
+                now: DateTime<Utc>,
+            ) -> Result<(), StoreError> {
+                sqlx::query("update sessions set last_used_at = $1 where token_hash = $2")
+                    .bind(now)
+                    .bind(&token_hash.0[..])
+                    .execute(&self.$writer)
+                    .await
+                    .map_err(store_error)?;
+                Ok(())
             }
 
             async fn delete_session(&self, token_hash: &SecretHash) -> Result<(), StoreError> {

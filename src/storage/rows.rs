@@ -2,7 +2,7 @@
 //! fills them sits in `sqlite.rs` and `postgres.rs`, which differ in dialect, not in shape.
 
 use app::domain::{ApiKeyInfo, Role, UserInfo};
-use app::identity::StoredUser;
+use app::identity::{StoredSession, StoredUser};
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -43,6 +43,18 @@ pub struct SessionUserRow {
     #[sqlx(flatten)]
     pub user: UserRow,
     pub expires_at: DateTime<Utc>,
+    pub last_used_at: DateTime<Utc>,
+}
+
+impl TryFrom<SessionUserRow> for StoredSession {
+    type Error = StoreError;
+    fn try_from(row: SessionUserRow) -> Result<Self, StoreError> {
+        Ok(StoredSession {
+            user: StoredUser::try_from(row.user)?.info,
+            expires_at: row.expires_at,
+            last_used_at: row.last_used_at,
+        })
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -81,16 +93,4 @@ where
     T: TryFrom<R, Error = StoreError>,
 {
     rows.into_iter().map(T::try_from).collect()
-}
-
-/// The session's user if the session has not expired. Expiry is checked here, in one place
-/// for both databases, rather than by comparing timestamps in two SQL dialects.
-pub fn live_session_user(
-    row: Option<SessionUserRow>,
-    now: DateTime<Utc>,
-) -> Result<Option<UserInfo>, StoreError> {
-    match row {
-        Some(row) if row.expires_at > now => Ok(Some(StoredUser::try_from(row.user)?.info)),
-        _ => Ok(None),
-    }
 }

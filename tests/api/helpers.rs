@@ -194,6 +194,12 @@ impl Client {
         self.http.get(self.url(path)).send().await.unwrap()
     }
 
+    /// A page, asked for as a browser does (`Accept: text/html`).
+    pub async fn get_page(&self, path: &str) -> Response {
+        let request = self.http.get(self.url(path)).header("accept", "text/html");
+        request.send().await.unwrap()
+    }
+
     pub async fn post_json(&self, path: &str, body: &Value) -> Response {
         self.http
             .post(self.url(path))

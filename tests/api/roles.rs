@@ -8,7 +8,10 @@ use serde_json::{json, Value};
 use crate::helpers::{Client, Db, TestApp};
 use crate::on_both_databases;
 
-on_both_databases!(every_endpoint_answers_every_caller_as_the_contract_says);
+on_both_databases!(
+    every_endpoint_answers_every_caller_as_the_contract_says,
+    the_role_is_checked_before_the_body_is_read,
+);
 
 /// The callers, in the order of the expected statuses below.
 const CALLERS: [&str; 7] = [
@@ -237,6 +240,73 @@ async fn every_endpoint_answers_every_caller_as_the_contract_says(db: Db) {
                 "POST /v1/operations as {}: {actual}, expected {status}",
                 CALLERS[caller]
             ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A caller without the role learns 403 (or 401) whatever the body; only a caller who may
+/// use the route is told that the body is malformed.
+async fn the_role_is_checked_before_the_body_is_read(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let agent = app.agent("ns-a").await;
+    let (id, _, _) = agent
+        .start(&json!({ "tool": "t", "key": "k", "args": {} }))
+        .await;
+    let callers = [
+        app.anonymous(),
+        agent,
+        app.person(Role::Viewer).await,
+        app.person(Role::Operator).await,
+        app.person(Role::Approver).await,
+        app.person(Role::Admin).await,
+    ];
+    let op = format!("/v1/operations/{id}");
+    // Statuses for: nobody, agent, viewer, operator, approver, admin.
+    let rows = [
+        (
+            "POST",
+            format!("{op}/approve"),
+            [401, 403, 403, 403, 400, 400],
+        ),
+        (
+            "POST",
+            format!("{op}/reject"),
+            [401, 403, 403, 403, 400, 400],
+        ),
+        (
+            "POST",
+            format!("{op}/resolve"),
+            [401, 403, 403, 400, 403, 400],
+        ),
+        (
+            "POST",
+            format!("{op}/expire"),
+            [401, 403, 403, 400, 403, 400],
+        ),
+        ("POST", "/v1/keys".into(), [401, 403, 403, 403, 403, 400]),
+        ("POST", "/v1/users".into(), [401, 403, 403, 403, 403, 400]),
+        ("PUT", "/v1/tools/t".into(), [401, 403, 403, 403, 403, 400]),
+    ];
+    let mut wrong = Vec::new();
+    for (method, path, expected) in &rows {
+        for (client, status) in callers.iter().zip(expected) {
+            let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+            let response = client
+                .http
+                .request(method.clone(), client.url(path))
+                .header("content-type", "application/json")
+                .body("{\"reason\": ")
+                .send()
+                .await
+                .unwrap();
+            let actual = response.status().as_u16();
+            if actual != *status {
+                let who = client.me().await.text().await.unwrap();
+                wrong.push(format!(
+                    "{method} {path} as {who}: {actual}, expected {status}"
+                ));
+            }
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

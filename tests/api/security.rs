@@ -9,6 +9,7 @@ use crate::on_both_databases;
 on_both_databases!(
     a_forged_cross_site_request_with_a_session_cookie_changes_nothing,
     every_answer_carries_the_security_headers,
+    pages_run_only_their_own_script_and_json_answers_load_nothing,
     five_failed_sign_ins_lock_the_name_and_the_address_with_429,
 );
 
@@ -75,13 +76,93 @@ async fn a_forged_cross_site_request_with_a_session_cookie_changes_nothing(db: D
 async fn every_answer_carries_the_security_headers(db: Db) {
     let app = TestApp::spawn(db).await;
     let client = app.anonymous();
-    for path in ["/login", "/healthz", "/v1/nothing"] {
+    for path in ["/login", "/healthz", "/v1/nothing", "/favicon.svg"] {
         let response = client.get(path).await;
         let headers = response.headers();
         assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(
+            policy.contains("frame-ancestors 'none'"),
+            "{path}: {policy}"
+        );
+    }
+}
+
+/// The nonce of the page's `script-src`, checking the rest of the page policy on the way.
+fn page_nonce(policy: &str) -> String {
+    let directives: Vec<&str> = policy.split("; ").collect();
+    for expected in [
+        "default-src 'self'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(directives.contains(&expected), "{expected} in {policy}");
+    }
+    let script = directives
+        .iter()
+        .find_map(|d| d.strip_prefix("script-src "))
+        .unwrap_or_else(|| panic!("no script-src in {policy}"));
+    let sources: Vec<&str> = script.split(' ').collect();
+    assert_eq!(sources.len(), 3, "{script}");
+    assert_eq!(sources[0], "'self'");
+    assert_eq!(sources[2], "'wasm-unsafe-eval'");
+    sources[1]
+        .strip_prefix("'nonce-")
+        .and_then(|n| n.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("no nonce in {script}"))
+        .to_owned()
+}
+
+async fn pages_run_only_their_own_script_and_json_answers_load_nothing(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let client = app.anonymous();
+    let viewer = app.person(Role::Viewer).await;
+    let mut nonces = Vec::new();
+    let pages = [
+        (&client, "/login"),
+        (&client, "/login"),
+        (&client, "/no-such-page"),
+        (&viewer, "/"),
+    ];
+    for (client, path) in pages {
+        let response = client.get_page(path).await;
+        assert!(!response.status().is_redirection(), "{path}: a page");
+        let policy = response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let nonce = page_nonce(&policy);
+        let html = response.text().await.unwrap();
+        let script = format!("<script type=\"module\" nonce=\"{nonce}\">");
+        assert!(
+            html.contains(&script),
+            "{path}: the hydration script carries the nonce"
+        );
         assert_eq!(
-            headers["content-security-policy"], "frame-ancestors 'none'",
+            html.matches("<script").count(),
+            html.matches(&format!("nonce=\"{nonce}\"")).count(),
+            "{path}: every script carries the nonce"
+        );
+        // `style-src 'self'` has no 'unsafe-inline': the pages must not need inline styles.
+        assert!(
+            !html.contains(" style=") && !html.contains("<style"),
+            "{path}"
+        );
+        nonces.push(nonce);
+    }
+    assert_ne!(nonces[0], nonces[1], "a fresh nonce for every page");
+
+    for path in ["/healthz", "/v1/nothing", "/v1/openapi.json", "/auth/me"] {
+        let response = client.get(path).await;
+        assert_eq!(
+            response.headers()["content-security-policy"],
+            "default-src 'none'; frame-ancestors 'none'",
             "{path}"
         );
     }

@@ -34,13 +34,7 @@ async fn the_login_page_is_server_rendered_with_its_form_and_scripts(db: Db) {
 async fn the_overview_sends_strangers_to_the_login_page(db: Db) {
     let app = TestApp::spawn(db).await;
     let client = app.anonymous();
-    let response = client
-        .http
-        .get(client.url("/"))
-        .header("accept", "text/html")
-        .send()
-        .await
-        .unwrap();
+    let response = client.get_page("/").await;
     assert!(response.status().is_redirection(), "{}", response.status());
     assert_eq!(response.headers()["location"], "/login");
 }

@@ -15,5 +15,5 @@ pub use cookie::{SessionCookie, SESSION_COOKIE};
 pub use password::PasswordHasher;
 pub use secret::{random_token, ApiKeySecret, SecretHash, SessionToken};
 pub use service::{Agent, Identity, IdentityError, IdentityPolicy};
-pub use store::{IdentityStore, NewApiKey, NewSession, NewUser, StoredUser};
+pub use store::{IdentityStore, NewApiKey, NewSession, NewUser, StoredSession, StoredUser};
 pub use throttle::LoginThrottle;

@@ -52,6 +52,8 @@ pub struct Agent {
 pub struct IdentityPolicy {
     /// How long a session lasts from login.
     pub session_lifetime: Duration,
+    /// A session unused for this long is over.
+    pub session_idle_timeout: Duration,
     /// The shortest password accepted.
     pub min_password_length: usize,
     /// `last_used_at` of a key is written at most this often, to keep the agent path read-only.
@@ -62,6 +64,7 @@ impl Default for IdentityPolicy {
     fn default() -> Self {
         Self {
             session_lifetime: Duration::hours(12),
+            session_idle_timeout: Duration::minutes(30),
             min_password_length: 8,
             key_touch_interval: Duration::seconds(60),
         }
@@ -156,12 +159,36 @@ impl Identity {
         Ok(self.store.delete_session(&SecretHash::of(token)).await?)
     }
 
-    /// The person behind a session token, if the session is live.
+    /// The person behind a session token, if the session is live. A session found over (too
+    /// old or idle too long) is deleted; a live one has its use recorded, at most once per
+    /// [`Self::session_touch_interval`], so reading pages does not write on every request.
     pub async fn person_for_session(&self, token: &str) -> Result<Option<UserInfo>, IdentityError> {
-        Ok(self
-            .store
-            .session_user(&SecretHash::of(token), Utc::now())
-            .await?)
+        let hash = SecretHash::of(token);
+        let Some(session) = self.store.session(&hash).await? else {
+            return Ok(None);
+        };
+        let now = Utc::now();
+        if !session.is_live(now, self.policy.session_idle_timeout) {
+            self.store.delete_session(&hash).await?;
+            return Ok(None);
+        }
+        if needs_touch(
+            Some(session.last_used_at),
+            now,
+            self.session_touch_interval(),
+        ) {
+            self.store.touch_session(&hash, now).await?;
+        }
+        Ok(Some(session.user))
+    }
+
+    /// How often a session's last use is written: like API keys, about once a minute, but
+    /// often enough that a short idle timeout cannot end a session in steady use (the
+    /// recorded use lags the real one by at most a quarter of the timeout).
+    fn session_touch_interval(&self) -> Duration {
+        self.policy
+            .key_touch_interval
+            .min(self.policy.session_idle_timeout / 4)
     }
 
     /// The agent behind an API key, if the key exists and is not revoked.

@@ -1,7 +1,7 @@
 //! The storage port for identity. Implemented once per database in the server crate and
 //! checked by one conformance suite.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::SecretHash;
@@ -34,6 +34,25 @@ pub struct NewSession {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A session as stored, with its user. Whether it is still live is the service's call
+/// ([`StoredSession::is_live`]), so both databases share one rule.
+#[derive(Debug, Clone)]
+pub struct StoredSession {
+    pub user: UserInfo,
+    /// The absolute end, fixed at login.
+    pub expires_at: DateTime<Utc>,
+    /// The last recorded use (written at most about once a minute), or the login time.
+    pub last_used_at: DateTime<Utc>,
+}
+
+impl StoredSession {
+    /// Whether the session may still be used at `now`: before its absolute end, and used
+    /// less than `idle_timeout` ago.
+    pub fn is_live(&self, now: DateTime<Utc>, idle_timeout: Duration) -> bool {
+        now < self.expires_at && now - self.last_used_at < idle_timeout
+    }
+}
+
 /// An API key to insert.
 #[derive(Debug, Clone)]
 pub struct NewApiKey {
@@ -61,14 +80,16 @@ pub trait IdentityStore: Send + Sync {
         password_hash: String,
     ) -> Result<bool, StoreError>;
 
-    /// Inserts a session.
+    /// Inserts a session; its last use is its creation.
     async fn insert_session(&self, session: NewSession) -> Result<(), StoreError>;
-    /// The user of a session that has not expired at `now`.
-    async fn session_user(
+    /// The session with this hash and its user, expired or not.
+    async fn session(&self, token_hash: &SecretHash) -> Result<Option<StoredSession>, StoreError>;
+    /// Records that the session was used at `now`.
+    async fn touch_session(
         &self,
         token_hash: &SecretHash,
         now: DateTime<Utc>,
-    ) -> Result<Option<UserInfo>, StoreError>;
+    ) -> Result<(), StoreError>;
     /// Ends a session (no error when there is none).
     async fn delete_session(&self, token_hash: &SecretHash) -> Result<(), StoreError>;
 
@@ -85,4 +106,47 @@ pub trait IdentityStore: Send + Sync {
     async fn list_api_keys(&self) -> Result<Vec<ApiKeyInfo>, StoreError>;
     /// Revokes the key at `now` unless it already is; returns whether the key exists.
     async fn revoke_api_key(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Role;
+
+    fn session(expires_in: Duration, used_ago: Duration, now: DateTime<Utc>) -> StoredSession {
+        StoredSession {
+            user: UserInfo {
+                id: Uuid::nil(),
+                username: Username::try_from("ada").unwrap(),
+                role: Role::Viewer,
+                created_at: now - Duration::hours(1),
+            },
+            expires_at: now + expires_in,
+            last_used_at: now - used_ago,
+        }
+    }
+
+    #[test]
+    fn a_session_is_live_until_its_end_or_until_it_lies_idle_too_long() {
+        let now = Utc::now();
+        let idle = Duration::minutes(30);
+        let minutes = Duration::minutes;
+        // (ends in, last used ago, live?)
+        let cases = [
+            (minutes(60), minutes(0), true),
+            (minutes(60), minutes(29), true),
+            (minutes(60), minutes(30), false),
+            (minutes(60), minutes(31), false),
+            (minutes(0), minutes(0), false),
+            (minutes(-1), minutes(0), false),
+            (Duration::seconds(1), minutes(29), true),
+        ];
+        for (ends_in, used_ago, live) in cases {
+            assert_eq!(
+                session(ends_in, used_ago, now).is_live(now, idle),
+                live,
+                "ends in {ends_in}, used {used_ago} ago"
+            );
+        }
+    }
 }

@@ -2,7 +2,6 @@
 //! (approvers and admins only).
 
 use app::audit::actions;
-use app::domain::Permission;
 use app::ledger::Verdict;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -11,7 +10,7 @@ use serde_json::json;
 
 use super::{operation_id, OperationBody};
 use crate::http::audit::ClientAddress;
-use crate::http::auth::Person;
+use crate::http::auth::{Approver, Person};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::AppJson;
 use crate::startup::AppState;
@@ -50,7 +49,6 @@ async fn decide(
     id: String,
     verdict: impl FnOnce() -> ApiResult<Verdict>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Approve)?;
     let id = operation_id(&id)?;
     let verdict = verdict()?;
     let (action, reason) = match &verdict {
@@ -100,7 +98,7 @@ async fn decide(
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
 pub(crate) async fn approve(
     State(state): State<AppState>,
-    person: Person,
+    Approver(person): Approver,
     address: ClientAddress,
     Path(id): Path<String>,
     AppJson(body): AppJson<VerdictBody>,
@@ -134,7 +132,7 @@ pub(crate) async fn approve(
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
 pub(crate) async fn reject(
     State(state): State<AppState>,
-    person: Person,
+    Approver(person): Approver,
     address: ClientAddress,
     Path(id): Path<String>,
     AppJson(body): AppJson<VerdictBody>,

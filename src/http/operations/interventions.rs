@@ -1,7 +1,7 @@
 //! Operators settle what agents could not: `reconcile` (ask the provider now), `resolve`
 //! (settle by hand) and `expire` (end the key's life now). Each is audited with who and why.
 
-use app::domain::{Outcome, Permission};
+use app::domain::Outcome;
 use app::ledger::Resolution;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{operation_id, OperationBody};
-use crate::http::auth::Person;
+use crate::http::auth::Operator;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::AppJson;
 use crate::startup::AppState;
@@ -62,10 +62,9 @@ fn answer(operation: &app::ledger::Operation) -> Response {
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
 pub(crate) async fn reconcile(
     State(state): State<AppState>,
-    person: Person,
+    Operator(person): Operator,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Operate)?;
     let id = operation_id(&id)?;
     let actor = format!("user:{}", person.0.username);
     let operation = state.ledger.reconcile_now(id, &actor).await?;
@@ -117,11 +116,10 @@ pub(crate) struct ResolveBody {
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
 pub(crate) async fn resolve(
     State(state): State<AppState>,
-    person: Person,
+    Operator(person): Operator,
     Path(id): Path<String>,
     AppJson(body): AppJson<ResolveBody>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Operate)?;
     let id = operation_id(&id)?;
     if body.error.as_ref().is_some_and(|e| !e.is_object()) {
         return Err(ApiError::bad_request(
@@ -174,11 +172,10 @@ pub(crate) struct ExpireBody {
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
 pub(crate) async fn expire(
     State(state): State<AppState>,
-    person: Person,
+    Operator(person): Operator,
     Path(id): Path<String>,
     AppJson(body): AppJson<ExpireBody>,
 ) -> ApiResult<Response> {
-    person.require(Permission::Operate)?;
     let id = operation_id(&id)?;
     let reason = required_reason(body.reason)?;
     let operation = state

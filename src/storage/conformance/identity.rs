@@ -14,7 +14,7 @@ use crate::storage::Database;
 conformance!(
     run;
     users_round_trip_and_names_are_unique,
-    sessions_resolve_to_their_user_until_they_expire,
+    sessions_are_found_by_hash_with_their_user_ends_and_last_use,
     changing_a_password_ends_every_session_of_that_user,
     api_keys_are_found_by_hash_touched_listed_and_revoked,
     opening_twice_migrates_once,
@@ -85,7 +85,7 @@ async fn users_round_trip_and_names_are_unique(store: Arc<dyn IdentityStore>, _d
     assert_eq!(store.count_users().await.unwrap(), 2);
 }
 
-async fn sessions_resolve_to_their_user_until_they_expire(
+async fn sessions_are_found_by_hash_with_their_user_ends_and_last_use(
     store: Arc<dyn IdentityStore>,
     _db: TestDatabase,
 ) {
@@ -103,25 +103,33 @@ async fn sessions_resolve_to_their_user_until_they_expire(
         .await
         .unwrap();
 
-    let user = store
-        .session_user(&token, created)
-        .await
-        .unwrap()
-        .expect("live session");
-    assert_eq!(user.username, ada.username);
+    let session = store.session(&token).await.unwrap().expect("stored");
+    assert_eq!(session.user.username, ada.username);
+    assert_eq!(session.user.role, Role::Operator);
+    assert_eq!(session.expires_at, created + Duration::hours(1));
+    assert_eq!(session.last_used_at, created, "last used at sign-in");
     assert!(store
-        .session_user(&token, created + Duration::hours(2))
-        .await
-        .unwrap()
-        .is_none());
-    assert!(store
-        .session_user(&SecretHash::of("other"), created)
+        .session(&SecretHash::of("other"))
         .await
         .unwrap()
         .is_none());
 
+    let used = created + Duration::minutes(5);
+    store.touch_session(&token, used).await.unwrap();
+    let session = store.session(&token).await.unwrap().unwrap();
+    assert_eq!(session.last_used_at, used);
+    assert_eq!(
+        session.expires_at,
+        created + Duration::hours(1),
+        "unchanged"
+    );
+    store
+        .touch_session(&SecretHash::of("other"), used)
+        .await
+        .expect("touching no session is harmless");
+
     store.delete_session(&token).await.unwrap();
-    assert!(store.session_user(&token, created).await.unwrap().is_none());
+    assert!(store.session(&token).await.unwrap().is_none());
     store
         .delete_session(&token)
         .await
@@ -154,7 +162,7 @@ async fn changing_a_password_ends_every_session_of_that_user(
     for token in ["a1", "a2"] {
         assert!(
             store
-                .session_user(&SecretHash::of(token), at)
+                .session(&SecretHash::of(token))
                 .await
                 .unwrap()
                 .is_none(),
@@ -162,7 +170,7 @@ async fn changing_a_password_ends_every_session_of_that_user(
         );
     }
     assert!(store
-        .session_user(&SecretHash::of("b1"), at)
+        .session(&SecretHash::of("b1"))
         .await
         .unwrap()
         .is_some());
