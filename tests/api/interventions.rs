@@ -107,6 +107,19 @@ async fn an_operator_resolves_an_unknown_operation_and_retries_replay_it(db: Db)
         .starts_with("user:operator-"));
     assert_eq!(resolved["detail"]["reason"], "the mail server logged it");
     assert_eq!(resolved["detail"]["previous_status"], "unknown");
+
+    // The audit of people has it too, with where it came from.
+    let admin = app.person(Role::Admin).await;
+    let audit: Value = admin.audit("").await.json().await.unwrap();
+    let entry = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "operation.resolved")
+        .unwrap_or_else(|| panic!("{audit}"));
+    assert_eq!(entry["subject"], format!("operation:{id}"));
+    assert_eq!(entry["detail"]["reason"], "the mail server logged it");
+    assert_eq!(entry["address"], "127.0.0.1");
 }
 
 async fn a_resolution_needs_a_reason_and_an_open_operation(db: Db) {

@@ -1,15 +1,17 @@
 //! Operators settle what agents could not: `reconcile` (ask the provider now), `resolve`
 //! (settle by hand) and `expire` (end the key's life now). Each is audited with who and why.
 
+use app::audit::actions;
 use app::domain::Outcome;
-use app::ledger::Resolution;
+use app::ledger::{Operation, Resolution};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{operation_id, OperationBody};
-use crate::http::auth::Operator;
+use crate::http::audit::ClientAddress;
+use crate::http::auth::{Operator, Person};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::AppJson;
 use crate::startup::AppState;
@@ -34,7 +36,25 @@ fn required_reason(reason: Option<String>) -> ApiResult<String> {
     Ok(reason)
 }
 
-fn answer(operation: &app::ledger::Operation) -> Response {
+/// Records the intervention in the audit of people (who, from where, on what), then answers
+/// with the operation.
+async fn audited(
+    state: &AppState,
+    person: &Person,
+    address: ClientAddress,
+    action: &'static str,
+    operation: &Operation,
+    mut detail: Value,
+) -> Response {
+    detail["namespace"] = json!(operation.namespace);
+    detail["tool"] = json!(operation.tool);
+    detail["key"] = json!(operation.key);
+    detail["status"] = json!(operation.status);
+    let subject = format!("operation:{}", operation.id);
+    state
+        .audit
+        .record(person.did(address, action, subject, detail))
+        .await;
     AppJson(OperationBody { operation }).into_response()
 }
 
@@ -63,12 +83,14 @@ fn answer(operation: &app::ledger::Operation) -> Response {
 pub(crate) async fn reconcile(
     State(state): State<AppState>,
     Operator(person): Operator,
+    address: ClientAddress,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let id = operation_id(&id)?;
     let actor = format!("user:{}", person.0.username);
     let operation = state.ledger.reconcile_now(id, &actor).await?;
-    Ok(answer(&operation))
+    let action = actions::OPERATION_RECONCILED;
+    Ok(audited(&state, &person, address, action, &operation, json!({})).await)
 }
 
 /// A manual settlement.
@@ -117,6 +139,7 @@ pub(crate) struct ResolveBody {
 pub(crate) async fn resolve(
     State(state): State<AppState>,
     Operator(person): Operator,
+    address: ClientAddress,
     Path(id): Path<String>,
     AppJson(body): AppJson<ResolveBody>,
 ) -> ApiResult<Response> {
@@ -134,11 +157,13 @@ pub(crate) async fn resolve(
         retryable: body.retryable && body.outcome == Outcome::Failed,
         reason: required_reason(body.reason)?,
     };
+    let detail = json!({ "reason": resolution.reason, "outcome": resolution.outcome });
     let operation = state
         .ledger
         .resolve(id, resolution, person.0.username.as_str())
         .await?;
-    Ok(answer(&operation))
+    let action = actions::OPERATION_RESOLVED;
+    Ok(audited(&state, &person, address, action, &operation, detail).await)
 }
 
 /// Why the key's life ends now.
@@ -173,14 +198,17 @@ pub(crate) struct ExpireBody {
 pub(crate) async fn expire(
     State(state): State<AppState>,
     Operator(person): Operator,
+    address: ClientAddress,
     Path(id): Path<String>,
     AppJson(body): AppJson<ExpireBody>,
 ) -> ApiResult<Response> {
     let id = operation_id(&id)?;
     let reason = required_reason(body.reason)?;
+    let detail = json!({ "reason": reason });
     let operation = state
         .ledger
         .expire(id, reason, person.0.username.as_str())
         .await?;
-    Ok(answer(&operation))
+    let action = actions::OPERATION_EXPIRED;
+    Ok(audited(&state, &person, address, action, &operation, detail).await)
 }
