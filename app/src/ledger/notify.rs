@@ -56,6 +56,7 @@ mod tests {
             args,
             run_id: None,
             step: None,
+            runner: crate::ledger::Runner::Agent,
         }
     }
 
