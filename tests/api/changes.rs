@@ -14,6 +14,7 @@ use idem::storage::testing::TestDatabase;
 on_both_databases!(
     a_subscriber_sees_an_operation_start_and_succeed_once_each,
     an_agent_sees_only_the_changes_of_its_own_namespace,
+    an_open_stream_ends_when_the_server_stops_and_does_not_hold_it,
 );
 
 /// A subscriber of the change stream, reading its events as they arrive.
@@ -34,6 +35,20 @@ impl ChangeStream {
         Self {
             response,
             buffer: Vec::new(),
+        }
+    }
+
+    /// Whether the server ended the stream cleanly (waiting at most 10 s).
+    async fn ends(&mut self) -> bool {
+        loop {
+            let chunk = timeout(Duration::from_secs(10), self.response.chunk())
+                .await
+                .expect("the stream ends within 10 s");
+            match chunk {
+                Ok(Some(_)) => continue,
+                Ok(None) => return true,
+                Err(_) => return false,
+            }
         }
     }
 
@@ -133,4 +148,19 @@ async fn postgres_a_change_made_through_one_process_reaches_a_subscriber_of_anot
     // Made on the subscriber's own process: heard once, through the database.
     let (next, _, _) = second.agent(&key).start(&refund("r-2")).await;
     assert_change(&stream.next().await, &next, "billing", "pending");
+}
+
+async fn an_open_stream_ends_when_the_server_stops_and_does_not_hold_it(db: Db) {
+    let database = TestDatabase::create(db).await;
+    let server = ServerProcess::start(database.url());
+    let key = cli_key(database.url(), "billing");
+    let mut stream = ChangeStream::open(&server.agent(&key)).await;
+
+    let stopping = tokio::task::spawn_blocking(move || server.terminate());
+    let (clean, log) = timeout(Duration::from_secs(30), stopping)
+        .await
+        .expect("SIGTERM stops the server despite an open stream")
+        .unwrap();
+    assert!(clean, "a clean exit: {log:?}");
+    assert!(stream.ends().await, "the server ended the stream");
 }

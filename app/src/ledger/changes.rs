@@ -5,7 +5,8 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast;
+use std::sync::Arc;
+use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
 
 use super::model::Operation;
@@ -57,6 +58,9 @@ impl OperationChange {
 #[derive(Clone)]
 pub struct Changes {
     sender: broadcast::Sender<OperationChange>,
+    /// Set when the process stops, so open streams end instead of holding the graceful
+    /// shutdown open forever.
+    closing: Arc<watch::Sender<bool>>,
 }
 
 impl Default for Changes {
@@ -69,6 +73,7 @@ impl Changes {
     pub fn new() -> Self {
         Self {
             sender: broadcast::channel(BUFFER).0,
+            closing: Arc::new(watch::channel(false).0),
         }
     }
 
@@ -80,5 +85,16 @@ impl Changes {
     /// Every change published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<OperationChange> {
         self.sender.subscribe()
+    }
+
+    /// Tells every subscriber that the process is stopping.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Completes once [`Changes::close`] was called.
+    pub async fn closed(&self) {
+        let mut closing = self.closing.subscribe();
+        let _ = closing.wait_for(|closed| *closed).await;
     }
 }

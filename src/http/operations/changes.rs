@@ -45,12 +45,17 @@ pub(crate) async fn changes(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let namespace = visible_namespace(&caller)?.cloned();
     // Subscribed before answering, so nothing committed after the headers is missed.
-    let receiver = state.database.changes().subscribe();
+    let changes = state.database.changes().clone();
+    let receiver = changes.subscribe();
     let events = stream::unfold(
-        (receiver, namespace),
-        |(mut receiver, namespace)| async move {
-            let change = next_visible(&mut receiver, namespace.as_ref()).await?;
-            Some((Ok(event(&change)), (receiver, namespace)))
+        (receiver, namespace, changes),
+        |(mut receiver, namespace, changes)| async move {
+            // The stream ends when the process stops, so it never holds the shutdown open.
+            let change = tokio::select! {
+                change = next_visible(&mut receiver, namespace.as_ref()) => change?,
+                () = changes.closed() => return None,
+            };
+            Some((Ok(event(&change)), (receiver, namespace, changes)))
         },
     );
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
