@@ -156,6 +156,12 @@ impl Application {
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
+        // Open change streams never end by themselves: they are ended when the shutdown starts.
+        let changes = self.state.database.changes().clone();
+        let shutdown = async move {
+            shutdown.await;
+            changes.close();
+        };
         axum::serve(self.listener, service)
             .with_graceful_shutdown(shutdown)
             .await?;

@@ -41,6 +41,7 @@ or `500 internal_error` in that shape, a request with an API key over its rate l
         operations::list,
         operations::read,
         operations::events,
+        operations::changes,
         operations::complete,
         operations::unknown,
         operations::approve,

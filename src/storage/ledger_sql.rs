@@ -6,9 +6,11 @@
 //! backend module defines beside the macro call — `begin_write` (the transaction a change
 //! runs in) and `now` (whose clock decides leases and expiry).
 
-/// Implements `LedgerStore` for a backend store. Expects in scope: `begin_write(&self)` on the
-/// store, `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>`, and the imports
-/// the body names.
+/// Implements `LedgerStore` for a backend store. Expects in scope: `begin_write(&self)` and
+/// `committed(&self, Vec<OperationChange>)` (told after a commit) on the store,
+/// `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>`,
+/// `async fn announce(&mut $conn, &[OperationChange]) -> Result<(), StoreError>` (run inside
+/// the transaction, before it commits), and the imports the body names.
 macro_rules! impl_ledger_store {
     (store: $store:ident, db: $db:ty, conn: $conn:ty, lock: $lock:literal, skip_locked: $skip_locked:literal, reader: $reader:ident, writer: $writer:ident) => {
         async fn live_operation(
@@ -160,8 +162,10 @@ macro_rules! impl_ledger_store {
             Ok(())
         }
 
-        /// Commits the decision's writes with its state-changing events.
+        /// Commits the decision's writes with its state-changing events, and publishes the
+        /// changes. A decision without writes (a replay) commits and publishes nothing.
         async fn commit<T>(
+            store: &$store,
             mut tx: Transaction<'static, $db>,
             decision: &Decision<T>,
         ) -> Result<(), StoreError> {
@@ -176,7 +180,11 @@ macro_rules! impl_ledger_store {
                 .cloned()
                 .collect();
             insert_events(&mut tx, &state_events).await?;
-            tx.commit().await.map_err(store_error)
+            let changes = OperationChange::of_writes(&decision.writes);
+            announce(&mut tx, &changes).await?;
+            tx.commit().await.map_err(store_error)?;
+            store.committed(changes);
+            Ok(())
         }
 
         #[async_trait::async_trait]
@@ -191,7 +199,7 @@ macro_rules! impl_ledger_store {
                 let now = now(&mut tx).await?;
                 let live = live_operation(&mut tx, &request.namespace, &to_text(&request.key)).await?;
                 let decision = decide_claim(live, request, actor, fresh, now);
-                commit(tx, &decision).await?;
+                commit(self, tx, &decision).await?;
                 Ok(decision)
             }
 
@@ -212,7 +220,7 @@ macro_rules! impl_ledger_store {
                     return Ok(None);
                 };
                 let decision = decide_report(operation, token, report, actor, now);
-                commit(tx, &decision).await?;
+                commit(self, tx, &decision).await?;
                 Ok(Some(decision))
             }
 
@@ -228,7 +236,7 @@ macro_rules! impl_ledger_store {
                     return Ok(None);
                 };
                 let decision = decide_verdict(operation, verdict, username, now);
-                commit(tx, &decision).await?;
+                commit(self, tx, &decision).await?;
                 Ok(Some(decision))
             }
 
@@ -244,7 +252,7 @@ macro_rules! impl_ledger_store {
                     return Ok(None);
                 };
                 let decision = decide_settlement(operation, settlement, actor, now);
-                commit(tx, &decision).await?;
+                commit(self, tx, &decision).await?;
                 Ok(Some(decision))
             }
 
@@ -312,12 +320,16 @@ macro_rules! impl_ledger_store {
                     .await
                     .map_err(store_error)?;
                 let count = rows.len();
+                let mut changes = Vec::with_capacity(count);
                 for row in rows {
                     let decision = expire_lease_at(Operation::try_from(row)?, now);
                     apply(&mut tx, &decision.writes).await?;
                     insert_events(&mut tx, &decision.events).await?;
+                    changes.extend(OperationChange::of_writes(&decision.writes));
                 }
+                announce(&mut tx, &changes).await?;
                 tx.commit().await.map_err(store_error)?;
+                self.committed(changes);
                 Ok(count)
             }
 

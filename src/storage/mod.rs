@@ -17,7 +17,7 @@ mod conformance;
 use app::audit::AuditStore;
 use app::identity::IdentityStore;
 use app::ledger::metrics::MetricsStore;
-use app::ledger::LedgerStore;
+use app::ledger::{Changes, LedgerStore};
 use app::store_error::StoreError;
 use std::sync::Arc;
 
@@ -93,6 +93,14 @@ impl Database {
         match self {
             Database::Sqlite(store) => Arc::new(store.clone()),
             Database::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    /// The stream of operation changes (on PostgreSQL, of every process).
+    pub fn changes(&self) -> &Changes {
+        match self {
+            Database::Sqlite(store) => store.changes(),
+            Database::Postgres(store) => store.changes(),
         }
     }
 

@@ -7,6 +7,7 @@ mod sandbox_helpers;
 mod approvals;
 mod audit;
 mod auth;
+mod changes;
 mod cli;
 mod errors;
 mod fault_processes;

@@ -21,6 +21,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/audit"),
     ("post", "/v1/operations"),
     ("get", "/v1/operations"),
+    ("get", "/v1/operations/changes"),
     ("get", "/v1/operations/{id}"),
     ("get", "/v1/operations/{id}/events"),
     ("post", "/v1/operations/{id}/complete"),

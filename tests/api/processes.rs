@@ -92,7 +92,8 @@ impl ServerProcess {
             .unwrap()
             .success());
         let status = self.child.wait().unwrap();
-        let log: Vec<String> = self.log.try_iter().collect();
+        // Until the reader thread has seen the end of stderr, so the last lines are in.
+        let log: Vec<String> = self.log.iter().collect();
         (status.success(), log)
     }
 }

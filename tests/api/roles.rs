@@ -82,6 +82,13 @@ async fn every_endpoint_answers_every_caller_as_the_contract_says(db: Db) {
             json!({}),
             [401, 200, 200, 200, 200, 200, 200],
         ),
+        // A stream never ends: only the status of its headers is read.
+        (
+            "GET",
+            "/v1/operations/changes".into(),
+            json!({}),
+            [401, 200, 200, 200, 200, 200, 200],
+        ),
         (
             "GET",
             op.clone(),

@@ -1,6 +1,7 @@
 //! The ledger: claim, report, replay. The rules are pure functions (`claim`, `complete`);
 //! [`Ledger`] drives them over a [`LedgerStore`], which runs them inside its transactions.
 
+mod changes;
 mod claim;
 mod complete;
 mod executor;
@@ -19,6 +20,7 @@ pub mod telemetry;
 mod verdict;
 mod write;
 
+pub use changes::{Changes, OperationChange};
 pub use claim::{decide_claim, expire_lease_at, ttl_has_ended, Claim, Fresh};
 pub use complete::{decide_report, Report, ReportRefused};
 pub use executor::{Invoked, EXECUTOR_ACTOR};

@@ -1,6 +1,7 @@
 //! `/v1/operations`: the agent API (claim, complete, unknown) and reads, one module each.
 
 mod approvals;
+mod changes;
 mod claim;
 mod interventions;
 mod reads;
@@ -18,6 +19,7 @@ use super::error::{ApiError, ApiResult};
 use crate::startup::AppState;
 
 pub(super) use approvals::{__path_approve, __path_reject, approve, reject};
+pub(super) use changes::{__path_changes, changes};
 pub(super) use claim::{__path_claim, claim};
 pub(crate) use claim::{begin_request, claim_response, prefer_wait, ClaimBody};
 pub(super) use interventions::{
@@ -30,6 +32,7 @@ pub(super) use reports::{__path_complete, __path_unknown, complete, unknown};
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/operations", post(claim).get(list))
+        .route("/v1/operations/changes", get(changes))
         .route("/v1/operations/{id}", get(read))
         .route("/v1/operations/{id}/events", get(events))
         .route("/v1/operations/{id}/complete", post(complete))

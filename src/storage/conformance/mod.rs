@@ -2,6 +2,7 @@
 //! PostgreSQL database, so the two implementations cannot drift apart.
 
 mod audit;
+mod changes;
 mod identity;
 mod ledger;
 mod metrics;

@@ -6,8 +6,9 @@
 use app::domain::{Namespace, ToolName, ToolPolicy};
 use app::ledger::{
     decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
-    ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationFilter, RegisteredTool,
-    Report, ReportRefused, SettleRefused, Settlement, Verdict, VerdictRefused, Write,
+    ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationChange, OperationFilter,
+    RegisteredTool, Report, ReportRefused, SettleRefused, Settlement, Verdict, VerdictRefused,
+    Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
@@ -31,7 +32,26 @@ pub(super) async fn now(tx: &mut PgConnection) -> Result<DateTime<Utc>, StoreErr
     Ok(now)
 }
 
+/// Every process hears of every change through the database: a notification sent inside the
+/// transaction is delivered only if it commits, and this process hears its own through its
+/// listener too (so it publishes nothing itself).
+async fn announce(tx: &mut PgConnection, changes: &[OperationChange]) -> Result<(), StoreError> {
+    for change in changes {
+        let payload =
+            serde_json::to_string(change).map_err(|e| StoreError::Backend(Box::new(e)))?;
+        sqlx::query("select pg_notify($1, $2)")
+            .bind(super::CHANGES_CHANNEL)
+            .bind(payload)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+    }
+    Ok(())
+}
+
 impl PostgresStore {
+    fn committed(&self, _: Vec<OperationChange>) {}
+
     pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
         self.pool.begin().await.map_err(store_error)
     }

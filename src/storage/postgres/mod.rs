@@ -1,8 +1,9 @@
 //! PostgreSQL: the scale-out backend. Server processes are stateless and share one database;
 //! commits are durable (`synchronous_commit=on`, the server default).
 
+use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use std::time::Duration;
 
 use super::{store_error, OpenError};
@@ -13,10 +14,14 @@ mod metrics;
 
 use crate::storage::audit_sql::impl_audit_store;
 
+/// The channel operation changes are notified on.
+const CHANGES_CHANNEL: &str = "idem_operations";
+
 /// The PostgreSQL implementation of every storage port.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    changes: Changes,
 }
 
 impl PostgresStore {
@@ -28,7 +33,21 @@ impl PostgresStore {
             .connect(url)
             .await
             .map_err(OpenError::Connect)?;
-        Ok(Self { pool })
+        let mut listener = PgListener::connect_with(&pool)
+            .await
+            .map_err(OpenError::Connect)?;
+        listener
+            .listen(CHANGES_CHANNEL)
+            .await
+            .map_err(OpenError::Connect)?;
+        let changes = Changes::new();
+        tokio::spawn(relay_changes(listener, changes.clone()));
+        Ok(Self { pool, changes })
+    }
+
+    /// Every operation change committed by any process on this database.
+    pub fn changes(&self) -> &Changes {
+        &self.changes
     }
 
     pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
@@ -45,6 +64,27 @@ impl PostgresStore {
 
     pub(super) async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// Re-publishes in this process every change notified on the database, until the pool
+/// closes. `recv` reconnects by itself when the connection drops; notifications sent while it
+/// was away are lost (a live view reloads what it shows).
+async fn relay_changes(mut listener: PgListener, changes: Changes) {
+    loop {
+        match listener.recv().await {
+            Ok(notification) => {
+                match serde_json::from_str::<OperationChange>(notification.payload()) {
+                    Ok(change) => changes.publish(change),
+                    Err(error) => tracing::warn!(%error, "ignoring a malformed operation change"),
+                }
+            }
+            Err(sqlx::Error::PoolClosed) => return,
+            Err(error) => {
+                tracing::warn!(%error, "lost the operation change listener; reconnecting");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
     }
 }
 

@@ -5,8 +5,9 @@
 use app::domain::{Namespace, ToolName, ToolPolicy};
 use app::ledger::{
     decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
-    ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationFilter, RegisteredTool,
-    Report, ReportRefused, SettleRefused, Settlement, Verdict, VerdictRefused, Write,
+    ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationChange, OperationFilter,
+    RegisteredTool, Report, ReportRefused, SettleRefused, Settlement, Verdict, VerdictRefused,
+    Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -28,7 +29,19 @@ pub(super) async fn now(_: &mut SqliteConnection) -> Result<DateTime<Utc>, Store
         .unwrap_or_else(|_| Utc::now()))
 }
 
+/// One process owns the file, so its changes need no travel: they are published after the
+/// commit, in process.
+async fn announce(_: &mut SqliteConnection, _: &[OperationChange]) -> Result<(), StoreError> {
+    Ok(())
+}
+
 impl SqliteStore {
+    fn committed(&self, changes: Vec<OperationChange>) {
+        for change in changes {
+            self.changes.publish(change);
+        }
+    }
+
     pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         self.writer
             .begin_with("BEGIN IMMEDIATE")

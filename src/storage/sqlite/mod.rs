@@ -1,6 +1,7 @@
 //! SQLite: the embedded default. WAL with `synchronous=FULL`, so an acknowledged write
 //! survives a crash of the process or the machine.
 
+use app::ledger::Changes;
 use app::store_error::StoreError;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -26,6 +27,7 @@ use crate::storage::audit_sql::impl_audit_store;
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    changes: Changes,
 }
 
 impl SqliteStore {
@@ -49,7 +51,16 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(OpenError::Connect)?;
-        Ok(Self { writer, reader })
+        Ok(Self {
+            writer,
+            reader,
+            changes: Changes::new(),
+        })
+    }
+
+    /// Every operation change committed through this store.
+    pub fn changes(&self) -> &Changes {
+        &self.changes
     }
 
     pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
