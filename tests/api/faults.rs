@@ -51,6 +51,21 @@ pub async fn register_sandbox_tool(
     assert_eq!(admin.put_tool(tool, &policy).await.status(), 200);
 }
 
+/// A sandbox provider, a server with `tool` registered as a non-idempotent tool run by it,
+/// and an agent of `namespace`.
+pub async fn sandbox_rig(
+    db: Db,
+    tool: &str,
+    timeout_ms: u32,
+    namespace: &str,
+) -> (TestSandbox, TestApp, Client) {
+    let provider = TestSandbox::spawn().await;
+    let app = TestApp::spawn(db).await;
+    register_sandbox_tool(&app, &provider, tool, "non_idempotent_write", timeout_ms).await;
+    let agent = app.agent(namespace).await;
+    (provider, app, agent)
+}
+
 /// Polls the operation until its status is `status` (or fails after 20 s).
 pub async fn wait_for_status(agent: &Client, id: &str, status: &str) -> Value {
     for _ in 0..200 {
@@ -69,10 +84,7 @@ fn charge(n: u32) -> Value {
 }
 
 async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
-    let agent = app.agent("shop").await;
+    let (provider, _app, agent) = sandbox_rig(db, "charge", 300, "shop").await;
     provider
         .fault(json!({ "fault": "delay_after_commit", "delay_ms": 1500 }))
         .await;
@@ -108,10 +120,7 @@ async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db:
 }
 
 async fn the_same_message_delivered_twice_takes_effect_once(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "email", "non_idempotent_write", 2000).await;
-    let agent = app.agent("support").await;
+    let (provider, _app, agent) = sandbox_rig(db, "email", 2000, "support").await;
     let message = json!({ "key": "welcome:ada", "args": { "to": "ada@example.com" } });
 
     let first = agent.invoke("email", &message).await;
@@ -127,10 +136,7 @@ async fn the_same_message_delivered_twice_takes_effect_once(db: Db) {
 }
 
 async fn the_same_message_delivered_concurrently_takes_effect_once(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "email", "non_idempotent_write", 3000).await;
-    let agent = app.agent("support").await;
+    let (provider, _app, agent) = sandbox_rig(db, "email", 3000, "support").await;
     provider
         .fault(json!({ "fault": "delay_before_commit", "delay_ms": 500 }))
         .await;
@@ -166,10 +172,7 @@ pub fn assert_in_order(kinds: &[String], expected: &[&str]) {
 }
 
 async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "transfer", "non_idempotent_write", 3000).await;
-    let agent = app.agent("treasury").await;
+    let (provider, _app, agent) = sandbox_rig(db, "transfer", 3000, "treasury").await;
     let transfer = json!({ "tool": "transfer", "key": "transfer:7", "args": { "amount": 100 } });
     let (id, token, _) = agent.start(&transfer).await;
 
@@ -210,10 +213,7 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
 }
 
 async fn a_call_idem_runs_is_never_outlived_by_its_lease(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "transfer", "non_idempotent_write", 3000).await;
-    let agent = app.agent("treasury").await;
+    let (provider, _app, agent) = sandbox_rig(db, "transfer", 3000, "treasury").await;
     provider
         .fault(json!({ "fault": "delay_before_commit", "delay_ms": 2000 }))
         .await;
@@ -230,10 +230,7 @@ async fn a_call_idem_runs_is_never_outlived_by_its_lease(db: Db) {
 }
 
 async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
-    let agent = app.agent("shop").await;
+    let (provider, _app, agent) = sandbox_rig(db, "charge", 300, "shop").await;
     provider
         .fault(json!({ "fault": "drop_before_commit" }))
         .await;
@@ -259,10 +256,7 @@ async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db:
 }
 
 async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
-    let agent = app.agent("shop").await;
+    let (provider, app, agent) = sandbox_rig(db, "charge", 300, "shop").await;
     let operator = app.person(app::domain::Role::Operator).await;
     provider
         .fault(json!({ "fault": "drop_after_commit" }))
@@ -292,11 +286,8 @@ async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
 }
 
 async fn permanent_refusals_are_replayed_and_idempotent_tools_are_retried(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 2000).await;
+    let (provider, app, agent) = sandbox_rig(db, "charge", 2000, "shop").await;
     register_sandbox_tool(&app, &provider, "upsert", "idempotent_write", 2000).await;
-    let agent = app.agent("shop").await;
 
     provider
         .fault(json!({ "fault": "fail_before_commit", "status": 402 }))

@@ -8,10 +8,9 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-use crate::faults::{register_sandbox_tool, wait_for_status};
+use crate::faults::{sandbox_rig, wait_for_status};
 use crate::helpers::{assert_error, Client, Db, TestApp};
 use crate::on_both_databases;
-use crate::sandbox_helpers::TestSandbox;
 
 on_both_databases!(
     metrics_count_a_known_mix_exactly_in_totals_and_series,
@@ -531,10 +530,7 @@ async fn prometheus_counters_move_by_exactly_what_was_done(db: Db) {
 /// A real reconciliation (the sandbox commits, the call times out, the background reconciler
 /// finds the effect) shows in both: the ledger's window and the process counters.
 async fn a_reconciliation_is_counted_with_its_latency(db: Db) {
-    let provider = TestSandbox::spawn().await;
-    let app = TestApp::spawn(db).await;
-    register_sandbox_tool(&app, &provider, "charge", "non_idempotent_write", 300).await;
-    let agent = app.agent("shop").await;
+    let (provider, app, agent) = sandbox_rig(db, "charge", 300, "shop").await;
     provider
         .fault(json!({ "fault": "delay_after_commit", "delay_ms": 1500 }))
         .await;
