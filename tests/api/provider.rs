@@ -67,7 +67,7 @@ async fn a_refused_connection_is_a_retryable_failure() {
     let lookup = provider.lookup(&executor, "k1").await.unwrap_err();
     assert!(lookup.0.contains("lookup failed"), "{lookup}");
 
-    // Outbound calls have no TLS yet: an https executor is never reached either.
+    // The same over https (outbound calls speak TLS): nothing listens, nothing was sent.
     let https = app::domain::ExecutorConfig {
         url: format!("https://127.0.0.1:{port}/actions/refund"),
         ..executor
@@ -77,10 +77,6 @@ async fn a_refused_connection_is_a_retryable_failure() {
     assert_eq!(
         (error["code"].as_str(), retryable),
         (Some("connection_failed"), Some(true))
-    );
-    assert!(
-        error["message"].as_str().unwrap().contains("scheme"),
-        "{error}"
     );
 }
 
