@@ -6,6 +6,7 @@ use app::audit::{actions, AuditLog, PersonAction};
 use app::identity::{Identity, IdentityPolicy, SessionCookie};
 use app::ledger::metrics::Metrics;
 use app::ledger::Ledger;
+use app::people_actions::PeopleActions;
 use app::{shell, App};
 use axum::body::Body;
 use axum::extract::FromRef;
@@ -39,6 +40,7 @@ pub struct AppState {
     pub audit: AuditLog,
     pub identity: Identity,
     pub ledger: Ledger,
+    pub people_actions: PeopleActions,
     pub metrics: Metrics,
     pub session_cookie: SessionCookie,
     pub key_rate_limit: KeyRateLimit,
@@ -91,8 +93,10 @@ impl Application {
             }
             None => None,
         };
+        let ledger = ledger.with_provider(Arc::new(HttpProvider::new()?));
         let state = AppState {
-            ledger: ledger.with_provider(Arc::new(HttpProvider::new()?)),
+            people_actions: PeopleActions::new(ledger.clone(), audit.clone()),
+            ledger,
             metrics: Metrics::new(database.metrics_store()),
             database,
             audit,
@@ -237,6 +241,9 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
         move || {
             provide_context(state.identity.clone());
             provide_context(state.audit.clone());
+            provide_context(state.ledger.clone());
+            provide_context(state.metrics.clone());
+            provide_context(state.people_actions.clone());
             provide_context(state.session_cookie);
             http::csp::set_page_policy();
         }

@@ -19,6 +19,12 @@ pub enum UiError {
     /// The input was refused; the message says why.
     #[error("{0}")]
     Invalid(String),
+    /// The thing asked for does not exist (any more).
+    #[error("{0}")]
+    NotFound(String),
+    /// The action does not fit the current state (someone else acted first, say).
+    #[error("{0}")]
+    Conflict(String),
     /// The server failed; details are in its log, not here.
     #[error("something went wrong on the server; please try again")]
     Internal,
@@ -45,6 +51,8 @@ impl UiError {
             UiError::Throttled(_) => http::StatusCode::TOO_MANY_REQUESTS,
             UiError::Forbidden => http::StatusCode::FORBIDDEN,
             UiError::Invalid(_) => http::StatusCode::BAD_REQUEST,
+            UiError::NotFound(_) => http::StatusCode::NOT_FOUND,
+            UiError::Conflict(_) => http::StatusCode::CONFLICT,
             UiError::Internal | UiError::Transport(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -62,6 +70,36 @@ impl From<crate::identity::IdentityError> for UiError {
                 UiError::Internal
             }
             other => UiError::Invalid(other.to_string()),
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<crate::ledger::LedgerError> for UiError {
+    fn from(error: crate::ledger::LedgerError) -> Self {
+        use crate::ledger::LedgerError as E;
+        match error {
+            E::Invalid { .. } => UiError::Invalid(error.to_string()),
+            E::NotFound => UiError::NotFound(error.to_string()),
+            E::Refused(_)
+            | E::VerdictRefused(_)
+            | E::SettleRefused(_)
+            | E::NotReconcilable { .. } => UiError::Conflict(error.to_string()),
+            E::NoProvider | E::Internal(_) | E::Store(_) => {
+                tracing::error!(%error, "ledger failure in a UI request");
+                UiError::Internal
+            }
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<crate::people_actions::ActionError> for UiError {
+    fn from(error: crate::people_actions::ActionError) -> Self {
+        use crate::people_actions::ActionError as E;
+        match error {
+            E::MissingReason(message) | E::Invalid(message) => UiError::Invalid(message.into()),
+            E::Ledger(error) => error.into(),
         }
     }
 }

@@ -1,18 +1,24 @@
 //! idem's application crate: the rules (behind the `ssr` feature) and the Leptos UI, which is
 //! compiled both for the server (`ssr`) and for the browser (`hydrate`).
 
+mod components;
 pub mod domain;
 mod error;
 mod pages;
 pub mod server_fns;
 mod shell;
+pub mod views;
 
 #[cfg(feature = "ssr")]
 pub mod audit;
 #[cfg(feature = "ssr")]
+mod charts;
+#[cfg(feature = "ssr")]
 pub mod identity;
 #[cfg(feature = "ssr")]
 pub mod ledger;
+#[cfg(feature = "ssr")]
+pub mod people_actions;
 #[cfg(feature = "ssr")]
 pub mod store_error;
 

@@ -3,9 +3,13 @@
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::{SsrMode, StaticSegment};
+use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 
-use crate::pages::{LoginPage, NotFound, OverviewPage};
+use crate::components::{Live, Now};
+use crate::pages::{
+    AdminPage, ApprovalsPage, LoginPage, NotFound, OperationPage, OperationsPage, OverviewPage,
+    ToolsPage, UnknownsPage,
+};
 
 /// The whole document, rendered on the server around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -31,6 +35,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    Live::provide();
+    Now::provide();
     mark_hydrated();
 
     view! {
@@ -38,9 +44,19 @@ pub fn App() -> impl IntoView {
         <Title text="idem" />
         <Router>
             <Routes fallback=NotFound>
-                // Async: the page waits for the session check, so a redirect to the login
+                // Async: a page waits for the session check, so a redirect to the login
                 // page is a real HTTP redirect rather than a flash of content.
                 <Route path=StaticSegment("") view=OverviewPage ssr=SsrMode::Async />
+                <Route path=StaticSegment("operations") view=OperationsPage ssr=SsrMode::Async />
+                <Route
+                    path=(StaticSegment("operations"), ParamSegment("id"))
+                    view=OperationPage
+                    ssr=SsrMode::Async
+                />
+                <Route path=StaticSegment("approvals") view=ApprovalsPage ssr=SsrMode::Async />
+                <Route path=StaticSegment("unknowns") view=UnknownsPage ssr=SsrMode::Async />
+                <Route path=StaticSegment("tools") view=ToolsPage ssr=SsrMode::Async />
+                <Route path=StaticSegment("admin") view=AdminPage ssr=SsrMode::Async />
                 <Route path=StaticSegment("login") view=LoginPage />
             </Routes>
         </Router>

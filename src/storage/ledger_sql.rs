@@ -352,13 +352,14 @@ macro_rules! impl_ledger_store {
                 filter: &OperationFilter,
                 limit: u32,
             ) -> Result<Vec<Operation>, StoreError> {
-                let rows: Vec<OperationRow> = sqlx::query_as(&list_sql())
+                let rows: Vec<OperationRow> = sqlx::query_as(&list_sql(filter.oldest_first))
                     .bind(filter.namespace.as_ref().map(|n| n.to_string()))
                     .bind(filter.status.as_ref().map(to_text))
                     .bind(filter.tool.as_ref().map(to_text))
                     .bind(filter.run_id.clone())
                     .bind(filter.before)
                     .bind(i64::from(limit))
+                    .bind(filter.key_contains.as_deref().map(contains_pattern))
                     .fetch_all(&self.$reader)
                     .await
                     .map_err(store_error)?;

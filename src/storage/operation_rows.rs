@@ -17,13 +17,34 @@ pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effec
      completed_at, expires_at, approval, approval_expires_at, runner, unknown_since, reconcile_attempts, next_reconcile_at";
 
 /// The list query, the same text for both databases (sqlx binds `$N` on SQLite too).
-pub fn list_sql() -> String {
+/// `$7` is a `LIKE` pattern made by [`contains_pattern`], in which `\` escapes wildcards.
+pub fn list_sql(oldest_first: bool) -> String {
+    let (past, order) = if oldest_first {
+        (">", "asc")
+    } else {
+        ("<", "desc")
+    };
     format!(
         "select {OPERATION_COLUMNS} from operations \
          where ($1 is null or namespace = $1) and ($2 is null or status = $2) and ($3 is null or tool = $3) \
-           and ($4 is null or run_id = $4) and ($5 is null or id < $5) \
-         order by id desc limit $6"
+           and ($4 is null or run_id = $4) and ($5 is null or id {past} $5) \
+           and ($7 is null or key like $7 escape '\\') \
+         order by id {order} limit $6"
     )
+}
+
+/// A `LIKE` pattern that matches any text containing `text` literally.
+pub fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }
 
 /// An operation row.

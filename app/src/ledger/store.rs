@@ -111,8 +111,12 @@ pub struct OperationFilter {
     pub status: Option<OperationStatus>,
     pub tool: Option<ToolName>,
     pub run_id: Option<String>,
-    /// Keyset pagination: only operations older than this one (ids are UUIDv7, so they
-    /// order by creation).
+    /// Only keys that contain this text (the dashboard's key search).
+    pub key_contains: Option<String>,
+    /// Oldest first (queues: approvals, unknowns) instead of newest first.
+    pub oldest_first: bool,
+    /// Keyset pagination: only operations past this one in the chosen order (ids are
+    /// UUIDv7, so they order by creation).
     pub before: Option<Uuid>,
 }
 

@@ -1,9 +1,21 @@
 //! One module per route.
 
+mod admin;
+mod approvals;
 mod login;
 mod not_found;
+mod operation;
+mod operations;
 mod overview;
+mod tools;
+mod unknowns;
 
+pub use admin::AdminPage;
+pub use approvals::ApprovalsPage;
 pub use login::LoginPage;
 pub use not_found::NotFound;
+pub use operation::OperationPage;
+pub use operations::OperationsPage;
 pub use overview::OverviewPage;
+pub use tools::ToolsPage;
+pub use unknowns::UnknownsPage;

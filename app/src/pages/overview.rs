@@ -1,56 +1,177 @@
+//! The overview: what idem prevented and what waits for people, over 1 h, 24 h or 7 d.
+
 use leptos::prelude::*;
-use leptos_router::components::Redirect;
-use leptos_router::hooks::use_navigate;
+use leptos_router::components::A;
+use leptos_router::hooks::use_query_map;
 
-use crate::domain::UserInfo;
-use crate::server_fns::{current_user, Logout};
+use crate::components::{use_live, ErrorNote, Frame};
+use crate::server_fns::{overview, WINDOWS};
+use crate::views::{ChartView, OverviewView};
 
-/// The overview: for now, who is signed in and a way out. People who are not signed in are
-/// sent to the login page.
 #[component]
 pub fn OverviewPage() -> impl IntoView {
-    let user = Resource::new(|| (), |_| current_user());
     view! {
-        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match user.await {
-                    Ok(Some(user)) => view! { <SignedIn user /> }.into_any(),
-                    Ok(None) => view! { <Redirect path="/login" /> }.into_any(),
-                    Err(error) => view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any(),
-                }
-            })}
-        </Suspense>
+        <Frame>
+            <Overview />
+        </Frame>
     }
 }
 
 #[component]
-fn SignedIn(user: UserInfo) -> impl IntoView {
-    let logout = ServerAction::<Logout>::new();
-    let navigate = use_navigate();
-    Effect::new(move |_| {
-        if let Some(Ok(())) = logout.value().get() {
-            navigate("/login", Default::default());
-        }
+fn Overview() -> impl IntoView {
+    let query = use_query_map();
+    let window = Memo::new(move |_| {
+        query
+            .read()
+            .get("window")
+            .filter(|w| WINDOWS.contains(&w.as_str()))
+            .unwrap_or_else(|| "24h".to_owned())
     });
+    let live = use_live();
+    let numbers = Resource::new(move || (window.get(), live.version()), |(w, _)| overview(w));
 
     view! {
-        <header class="topbar">
-            <span class="brand">"idem"</span>
-            <nav aria-label="Account">
-                <span class="who">
-                    "Signed in as " <strong>{user.username.to_string()}</strong>
-                    <span class="badge">{user.role.as_str()}</span>
-                </span>
-                <ActionForm action=logout>
-                    <button type="submit" class="secondary">"Sign out"</button>
-                </ActionForm>
-            </nav>
-        </header>
-        <main class="page">
+        <div class="heading-row">
             <h1>"Overview"</h1>
-            <p class="muted">
-                "Operations, approvals and reconciliation will appear here as agents use idem."
-            </p>
-        </main>
+            <nav class="windows" aria-label="Window">
+                {WINDOWS
+                    .iter()
+                    .map(|w| {
+                        let current = move || window.get() == *w;
+                        view! {
+                            <A
+                                href=format!("/?window={w}")
+                                attr:class=move || if current() { "window current" } else { "window" }
+                                attr:aria-current=move || current().then_some("true")
+                            >
+                                {*w}
+                            </A>
+                        }
+                    })
+                    .collect_view()}
+            </nav>
+        </div>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match numbers.await {
+                    Ok(numbers) => view! { <Numbers numbers /> }.into_any(),
+                    Err(error) => view! { <ErrorNote error /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Numbers(numbers: OverviewView) -> impl IntoView {
+    let latency = |ms: Option<u64>| ms.map_or("—".to_owned(), |ms| format!("{ms} ms"));
+    let stuck = numbers.stuck_unknown > 0;
+    let waiting = numbers.awaiting_approval > 0;
+    let breakdown = format!(
+        "{} in flight (409) · {} mismatches (422)",
+        numbers.in_flight_rejected, numbers.mismatches_rejected
+    );
+    view! {
+        <section class="tiles" aria-label="Numbers">
+            <Tile name="Duplicates prevented" value=numbers.duplicates_prevented.to_string() note=breakdown />
+            <Tile
+                name="Unknown now"
+                value=numbers.unknown_now.to_string()
+                note=format!("{} stuck (> 15 min)", numbers.stuck_unknown)
+                alert=stuck
+                href="/unknowns"
+            />
+            <Tile
+                name="Stuck unknowns"
+                value=numbers.stuck_unknown.to_string()
+                note="unknown for more than 15 minutes".to_owned()
+                alert=stuck
+                href="/unknowns"
+            />
+            <Tile
+                name="Awaiting approval"
+                value=numbers.awaiting_approval.to_string()
+                note="irreversible actions waiting for a person".to_owned()
+                alert=waiting
+                href="/approvals"
+            />
+            <Tile
+                name="Reconciliation latency"
+                value=format!("p50 {}", latency(numbers.latency_p50_ms))
+                note=format!("p95 {} · {} reconciled", latency(numbers.latency_p95_ms), numbers.reconciliations)
+            />
+            <Tile
+                name="Manual interventions"
+                value=numbers.manual_interventions.to_string()
+                note="resolved or expired by a person".to_owned()
+            />
+        </section>
+        <section class="charts">
+            {numbers.charts.into_iter().map(|chart| view! { <Chart chart /> }).collect_view()}
+        </section>
+    }
+}
+
+#[component]
+fn Tile(
+    name: &'static str,
+    value: String,
+    note: String,
+    #[prop(optional)] alert: bool,
+    #[prop(optional)] href: Option<&'static str>,
+) -> impl IntoView {
+    let body = view! {
+        <span class="tile-name">{name}</span>
+        <strong class="tile-value" data-testid=format!("tile-{}", name.to_lowercase().replace(' ', "-"))>{value}</strong>
+        <span class="tile-note">{note}</span>
+    };
+    match href {
+        Some(href) => view! { <a class="tile" class:alert=alert href=href>{body}</a> }.into_any(),
+        None => view! { <div class="tile" class:alert=alert>{body}</div> }.into_any(),
+    }
+}
+
+/// A server-drawn chart, one hover column per bucket with its exact values, and the same
+/// numbers as a table for screen readers and for copying.
+#[component]
+fn Chart(chart: ChartView) -> impl IntoView {
+    let area = chart.plot;
+    let columns = chart.tips.len().max(1);
+    let overlay = format!(
+        "left:{:.3}%;top:{:.3}%;width:{:.3}%;height:{:.3}%;grid-template-columns:repeat({columns},1fr)",
+        area.left, area.top, area.width, area.height
+    );
+    view! {
+        <figure class="chart" data-chart=chart.id.clone()>
+            <figcaption>{chart.title.clone()}</figcaption>
+            <div class="chart-canvas">
+                <div class="chart-svg" inner_html=chart.svg></div>
+                <div class="chart-hover" style=overlay aria-hidden="true">
+                    {chart
+                        .tips
+                        .into_iter()
+                        .map(|tip| view! { <span title=tip.clone() data-tip=tip></span> })
+                        .collect_view()}
+                </div>
+            </div>
+            <details>
+                <summary>"Show as a table"</summary>
+                <div class="table-wrap">
+                    <table>
+                        <caption class="visually-hidden">{chart.title}</caption>
+                        <thead>
+                            <tr>{chart.columns.into_iter().map(|c| view! { <th scope="col">{c}</th> }).collect_view()}</tr>
+                        </thead>
+                        <tbody>
+                            {chart
+                                .rows
+                                .into_iter()
+                                .map(|row| view! { <tr>{row.into_iter().map(|v| view! { <td>{v}</td> }).collect_view()}</tr> })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            </details>
+        </figure>
     }
 }

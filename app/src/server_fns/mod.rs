@@ -2,14 +2,59 @@
 //! Leptos context (provided by the server at startup), calls it, and maps the error.
 
 mod auth;
+mod operations;
+mod overview;
 
 pub use auth::{current_user, login, logout, CurrentUser, Login, Logout};
+pub use operations::{
+    approve_operation, expire_operation, list_operations, read_operation, reconcile_operation,
+    reject_operation, resolve_operation, ApproveOperation, ExpireOperation, ListOperations,
+    OperationsPage, ReadOperation, ReconcileOperation, RejectOperation, ResolveOperation,
+    PAGE_SIZE,
+};
+pub use overview::{overview, Overview, WINDOWS};
 
 #[cfg(feature = "ssr")]
 mod context {
     use crate::identity::{Identity, SessionCookie};
     use crate::UiError;
     use leptos::prelude::use_context;
+
+    /// The ledger, provided by the server for every request.
+    pub fn ledger() -> Result<crate::ledger::Ledger, UiError> {
+        use_context::<crate::ledger::Ledger>().ok_or_else(|| missing("Ledger"))
+    }
+
+    /// People's actions on operations, provided by the server for every request.
+    pub fn people_actions() -> Result<crate::people_actions::PeopleActions, UiError> {
+        use_context::<crate::people_actions::PeopleActions>()
+            .ok_or_else(|| missing("PeopleActions"))
+    }
+
+    /// The metrics reader, provided by the server for every request.
+    pub fn metrics() -> Result<crate::ledger::metrics::Metrics, UiError> {
+        use_context::<crate::ledger::metrics::Metrics>().ok_or_else(|| missing("Metrics"))
+    }
+
+    /// The person signed in, if their role carries `permission`: `Unauthorized` without a
+    /// live session, `Forbidden` without the role. Every server function that reads or
+    /// changes the ledger starts here, so a forged request is refused whatever the page showed.
+    pub async fn person_who_may(
+        permission: crate::domain::Permission,
+    ) -> Result<crate::domain::UserInfo, UiError> {
+        let token = session_token()
+            .ok_or_else(|| answer_with_status(UiError::Unauthorized("sign in first".into())))?;
+        let person = identity()?
+            .person_for_session(&token)
+            .await
+            .map_err(answer_with_status)?
+            .ok_or_else(|| answer_with_status(UiError::Unauthorized("sign in first".into())))?;
+        if person.role.can(permission) {
+            Ok(person)
+        } else {
+            Err(answer_with_status(UiError::Forbidden))
+        }
+    }
 
     /// The identity service, provided by the server for every request.
     pub fn identity() -> Result<Identity, UiError> {

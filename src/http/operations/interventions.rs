@@ -1,62 +1,19 @@
 //! Operators settle what agents could not: `reconcile` (ask the provider now), `resolve`
 //! (settle by hand) and `expire` (end the key's life now). Each is audited with who and why.
 
-use app::audit::actions;
 use app::domain::Outcome;
-use app::ledger::{Operation, Resolution};
+use app::people_actions::ResolveRequest;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{operation_id, OperationBody};
+use super::{acting, operation_id, OperationBody};
 use crate::http::audit::ClientAddress;
-use crate::http::auth::{Operator, Person};
-use crate::http::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::auth::Operator;
+use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::json::AppJson;
 use crate::startup::AppState;
-
-const MAX_REASON_CHARS: usize = 1000;
-
-/// Why a person intervened; required, because the audit trail and the agent are told it.
-fn required_reason(reason: Option<String>) -> ApiResult<String> {
-    let reason = reason.map(|r| r.trim().to_owned()).unwrap_or_default();
-    if reason.is_empty() {
-        return Err(ApiError::bad_request(
-            "missing_reason",
-            "a manual intervention needs a reason: it is recorded in the audit trail",
-        ));
-    }
-    if reason.chars().count() > MAX_REASON_CHARS {
-        return Err(ApiError::bad_request(
-            "invalid_request",
-            "reason is longer than 1000 characters",
-        ));
-    }
-    Ok(reason)
-}
-
-/// Records the intervention in the audit of people (who, from where, on what), then answers
-/// with the operation.
-async fn audited(
-    state: &AppState,
-    person: &Person,
-    address: ClientAddress,
-    action: &'static str,
-    operation: &Operation,
-    mut detail: Value,
-) -> Response {
-    detail["namespace"] = json!(operation.namespace);
-    detail["tool"] = json!(operation.tool);
-    detail["key"] = json!(operation.key);
-    detail["status"] = json!(operation.status);
-    let subject = format!("operation:{}", operation.id);
-    state
-        .audit
-        .record(person.did(address, action, subject, detail))
-        .await;
-    AppJson(OperationBody { operation }).into_response()
-}
 
 /// Asks the tool's `reconcile_url` about an `unknown` operation now and settles it:
 /// `succeeded` if the provider saw the key, `failed` with `retryable: true` if it did not.
@@ -86,11 +43,15 @@ pub(crate) async fn reconcile(
     address: ClientAddress,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let id = operation_id(&id)?;
-    let actor = format!("user:{}", person.0.username);
-    let operation = state.ledger.reconcile_now(id, &actor).await?;
-    let action = actions::OPERATION_RECONCILED;
-    Ok(audited(&state, &person, address, action, &operation, json!({})).await)
+    let by = acting(person, address);
+    let operation = state
+        .people_actions
+        .reconcile(&by, operation_id(&id)?)
+        .await?;
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
 }
 
 /// A manual settlement.
@@ -143,27 +104,22 @@ pub(crate) async fn resolve(
     Path(id): Path<String>,
     AppJson(body): AppJson<ResolveBody>,
 ) -> ApiResult<Response> {
-    let id = operation_id(&id)?;
-    if body.error.as_ref().is_some_and(|e| !e.is_object()) {
-        return Err(ApiError::bad_request(
-            "invalid_request",
-            "error must be an object {\"code\", \"message\"}",
-        ));
-    }
-    let resolution = Resolution {
+    let request = ResolveRequest {
         outcome: body.outcome,
         result: body.result,
         error: body.error,
-        retryable: body.retryable && body.outcome == Outcome::Failed,
-        reason: required_reason(body.reason)?,
+        retryable: body.retryable,
+        reason: body.reason,
     };
-    let detail = json!({ "reason": resolution.reason, "outcome": resolution.outcome });
+    let by = acting(person, address);
     let operation = state
-        .ledger
-        .resolve(id, resolution, person.0.username.as_str())
+        .people_actions
+        .resolve(&by, operation_id(&id)?, request)
         .await?;
-    let action = actions::OPERATION_RESOLVED;
-    Ok(audited(&state, &person, address, action, &operation, detail).await)
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
 }
 
 /// Why the key's life ends now.
@@ -202,13 +158,13 @@ pub(crate) async fn expire(
     Path(id): Path<String>,
     AppJson(body): AppJson<ExpireBody>,
 ) -> ApiResult<Response> {
-    let id = operation_id(&id)?;
-    let reason = required_reason(body.reason)?;
-    let detail = json!({ "reason": reason });
+    let by = acting(person, address);
     let operation = state
-        .ledger
-        .expire(id, reason, person.0.username.as_str())
+        .people_actions
+        .expire(&by, operation_id(&id)?, body.reason)
         .await?;
-    let action = actions::OPERATION_EXPIRED;
-    Ok(audited(&state, &person, address, action, &operation, detail).await)
+    Ok(AppJson(OperationBody {
+        operation: &operation,
+    })
+    .into_response())
 }

@@ -9,11 +9,13 @@ mod reports;
 
 use app::domain::{Namespace, Permission};
 use app::ledger::{LedgerError, Operation, SettleRefused};
+use app::people_actions::{Acting, ActionError};
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::audit::ClientAddress;
 use super::auth::{AgentCaller, Caller};
 use super::error::{ApiError, ApiResult};
 use crate::startup::AppState;
@@ -42,6 +44,24 @@ pub fn router() -> Router<AppState> {
         .route("/v1/operations/{id}/reconcile", post(reconcile))
         .route("/v1/operations/{id}/resolve", post(resolve))
         .route("/v1/operations/{id}/expire", post(expire))
+}
+
+/// The person acting, as the shared people's actions take them.
+fn acting(person: crate::http::auth::Person, address: ClientAddress) -> Acting {
+    Acting {
+        person: person.0,
+        address: address.0,
+    }
+}
+
+impl From<ActionError> for ApiError {
+    fn from(error: ActionError) -> Self {
+        match error {
+            ActionError::MissingReason(message) => ApiError::bad_request("missing_reason", message),
+            ActionError::Invalid(message) => ApiError::bad_request("invalid_request", message),
+            ActionError::Ledger(error) => error.into(),
+        }
+    }
 }
 
 impl From<LedgerError> for ApiError {

@@ -91,6 +91,7 @@ fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
             .map_err(|e| invalid(e.code(), &e.to_string()))?,
         run_id: params.run_id,
         before,
+        ..Default::default()
     };
     Ok((filter, limit))
 }

@@ -20,6 +20,7 @@ conformance!(
     only_state_changes_are_committed_with_a_claim_and_quiet_events_follow,
     reports_apply_once_under_the_lease_and_stay_in_their_namespace,
     lists_filter_and_page_newest_first,
+    lists_search_keys_literally,
     tools_round_trip_and_are_replaced,
 );
 
@@ -227,6 +228,60 @@ async fn lists_filter_and_page_newest_first(store: Arc<dyn LedgerStore>) {
     };
     assert!(listed(done, 10).await.is_empty());
     assert_eq!(listed(OperationFilter::default(), 10).await.len(), 4);
+
+    // Queues read oldest first, paging forwards.
+    let oldest = OperationFilter {
+        namespace: billing.clone(),
+        oldest_first: true,
+        ..Default::default()
+    };
+    assert_eq!(listed(oldest.clone(), 10).await, [ids[0], ids[1], ids[2]]);
+    let next = OperationFilter {
+        before: Some(ids[0]),
+        ..oldest
+    };
+    assert_eq!(listed(next, 1).await, [ids[1]]);
+}
+
+async fn lists_search_keys_literally(store: Arc<dyn LedgerStore>) {
+    for key in [
+        "refund:order-1",
+        "refund:order-2",
+        "email:order-1",
+        "100%_off",
+    ] {
+        start(store.as_ref(), &request("billing", key, "refund")).await;
+    }
+    let keys_containing = |text: &str| {
+        let store = store.clone();
+        let filter = OperationFilter {
+            key_contains: Some(text.to_owned()),
+            ..Default::default()
+        };
+        async move {
+            let mut keys: Vec<String> = store
+                .list(&filter, 10)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|op| op.key.to_string())
+                .collect();
+            keys.sort();
+            keys
+        }
+    };
+    assert_eq!(
+        keys_containing("order-1").await,
+        ["email:order-1", "refund:order-1"]
+    );
+    assert_eq!(
+        keys_containing("refund:").await,
+        ["refund:order-1", "refund:order-2"]
+    );
+    // Wildcards in the search text are literal characters, not patterns.
+    assert_eq!(keys_containing("%_").await, ["100%_off"]);
+    assert!(keys_containing("_").await.len() == 1);
+    assert!(keys_containing("nothing like it").await.is_empty());
 }
 
 async fn tools_round_trip_and_are_replaced(store: Arc<dyn LedgerStore>) {

@@ -18,7 +18,8 @@ use uuid::Uuid;
 use super::SqliteStore;
 use crate::storage::ledger_sql::impl_ledger_store;
 use crate::storage::operation_rows::{
-    list_sql, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
+    contains_pattern, list_sql, to_text, EventRow, OperationRow, OperationValues, ToolRow,
+    OPERATION_COLUMNS,
 };
 use crate::storage::store_error;
 

@@ -1,0 +1,184 @@
+//! Operations for the UI: the filtered table, one operation with its trail, and people's
+//! actions on it. Every function checks the session's role first.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::Outcome;
+use crate::views::{OperationDetail, OperationRow};
+use crate::UiError;
+
+#[cfg(feature = "ssr")]
+use super::context::{answer_with_status, client_address, ledger, people_actions, person_who_may};
+#[cfg(feature = "ssr")]
+use crate::domain::Permission;
+
+/// Rows per page of the operations table and the queues.
+pub const PAGE_SIZE: u32 = 50;
+
+/// One page of operations and the cursor of the next, if more follow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationsPage {
+    pub rows: Vec<OperationRow>,
+    /// The last row's id when more follow; pass it back as `cursor`.
+    pub next_cursor: Option<String>,
+}
+
+/// A page of operations matching the filter (every field optional; empty means "any"),
+/// newest first, or oldest first for queues.
+#[allow(clippy::too_many_arguments)]
+#[server(prefix = "/api", endpoint = "operations")]
+pub async fn list_operations(
+    status: Option<String>,
+    tool: Option<String>,
+    namespace: Option<String>,
+    run_id: Option<String>,
+    key: Option<String>,
+    cursor: Option<String>,
+    oldest_first: bool,
+) -> Result<OperationsPage, UiError> {
+    use crate::domain::{Namespace, OperationStatus, ToolName};
+    use crate::ledger::OperationFilter;
+
+    person_who_may(Permission::Read).await?;
+    let given = |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    let invalid = |error: String| answer_with_status(UiError::Invalid(error));
+    let filter = OperationFilter {
+        status: given(status)
+            .map(|s| s.parse::<OperationStatus>())
+            .transpose()
+            .map_err(|e| invalid(e.to_string()))?,
+        tool: given(tool)
+            .map(ToolName::try_from)
+            .transpose()
+            .map_err(|e| invalid(e.to_string()))?,
+        namespace: given(namespace)
+            .map(Namespace::try_from)
+            .transpose()
+            .map_err(|e| invalid(e.to_string()))?,
+        run_id: given(run_id),
+        key_contains: given(key),
+        oldest_first,
+        before: given(cursor)
+            .map(|c| c.parse::<Uuid>())
+            .transpose()
+            .map_err(|_| {
+                invalid("the page cursor is not valid; start from the first page".into())
+            })?,
+    };
+    let (operations, more) = ledger()?
+        .list(&filter, PAGE_SIZE)
+        .await
+        .map_err(answer_with_status)?;
+    let rows: Vec<OperationRow> = operations.iter().map(OperationRow::from).collect();
+    let next_cursor = more
+        .then(|| rows.last().map(|row| row.id.to_string()))
+        .flatten();
+    Ok(OperationsPage { rows, next_cursor })
+}
+
+/// One operation with its audit trail.
+#[server(prefix = "/api", endpoint = "operation")]
+pub async fn read_operation(id: Uuid) -> Result<OperationDetail, UiError> {
+    person_who_may(Permission::Read).await?;
+    let ledger = ledger()?;
+    let operation = ledger
+        .operation(None, id)
+        .await
+        .map_err(answer_with_status)?;
+    let events = ledger.events(None, id).await.map_err(answer_with_status)?;
+    Ok(OperationDetail::new(&operation, events))
+}
+
+/// Approves an operation that waits for approval (approvers and admins).
+#[server(prefix = "/api", endpoint = "approve")]
+pub async fn approve_operation(id: Uuid, reason: Option<String>) -> Result<OperationRow, UiError> {
+    let by = acting(Permission::Approve).await?;
+    let operation = people_actions()?
+        .approve(&by, id, reason)
+        .await
+        .map_err(answer_with_status)?;
+    Ok(OperationRow::from(&operation))
+}
+
+/// Rejects an operation that waits for approval; the reason is required.
+#[server(prefix = "/api", endpoint = "reject")]
+pub async fn reject_operation(id: Uuid, reason: Option<String>) -> Result<OperationRow, UiError> {
+    let by = acting(Permission::Approve).await?;
+    let operation = people_actions()?
+        .reject(&by, id, reason)
+        .await
+        .map_err(answer_with_status)?;
+    Ok(OperationRow::from(&operation))
+}
+
+/// Asks the provider about an `unknown` operation now (operators and admins).
+#[server(prefix = "/api", endpoint = "reconcile")]
+pub async fn reconcile_operation(id: Uuid) -> Result<OperationRow, UiError> {
+    let by = acting(Permission::Operate).await?;
+    let operation = people_actions()?
+        .reconcile(&by, id)
+        .await
+        .map_err(answer_with_status)?;
+    Ok(OperationRow::from(&operation))
+}
+
+/// Settles a `pending` or `unknown` operation by hand. `result` and `error` are JSON texts
+/// (empty: none); the reason is required.
+#[server(prefix = "/api", endpoint = "resolve")]
+pub async fn resolve_operation(
+    id: Uuid,
+    outcome: Outcome,
+    result: Option<String>,
+    error: Option<String>,
+    retryable: bool,
+    reason: Option<String>,
+) -> Result<OperationRow, UiError> {
+    use crate::people_actions::ResolveRequest;
+
+    let by = acting(Permission::Operate).await?;
+    let request = ResolveRequest {
+        outcome,
+        result: json_field("result", result)?,
+        error: json_field("error", error)?,
+        retryable,
+        reason,
+    };
+    let operation = people_actions()?
+        .resolve(&by, id, request)
+        .await
+        .map_err(answer_with_status)?;
+    Ok(OperationRow::from(&operation))
+}
+
+/// Ends a settled operation's key now, so the next claim starts anew; the reason is required.
+#[server(prefix = "/api", endpoint = "expire")]
+pub async fn expire_operation(id: Uuid, reason: Option<String>) -> Result<OperationRow, UiError> {
+    let by = acting(Permission::Operate).await?;
+    let operation = people_actions()?
+        .expire(&by, id, reason)
+        .await
+        .map_err(answer_with_status)?;
+    Ok(OperationRow::from(&operation))
+}
+
+/// The signed-in person, if their role allows `permission`, as the actions take them.
+#[cfg(feature = "ssr")]
+async fn acting(permission: Permission) -> Result<crate::people_actions::Acting, UiError> {
+    Ok(crate::people_actions::Acting {
+        person: person_who_may(permission).await?,
+        address: client_address(),
+    })
+}
+
+/// A JSON text typed by a person; empty means none.
+#[cfg(feature = "ssr")]
+fn json_field(name: &str, text: Option<String>) -> Result<Option<serde_json::Value>, UiError> {
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| answer_with_status(UiError::Invalid(format!("{name} is not valid JSON: {e}"))))
+}

@@ -1,0 +1,204 @@
+//! What the UI shows, as the server functions send it to the browser: plain serializable
+//! views of the ledger's records, compiled for both sides. The server builds them from its
+//! own types (under `ssr`); the browser only reads them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::domain::{Effect, OperationStatus};
+
+/// An `unknown` operation older than this is stuck (API.md: "unknown longer than 15 min").
+pub const STUCK_AFTER_MINUTES: i64 = 15;
+
+/// One row of the operations table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationRow {
+    pub id: Uuid,
+    pub namespace: String,
+    pub key: String,
+    pub tool: String,
+    pub effect: Effect,
+    pub status: OperationStatus,
+    pub run_id: Option<String>,
+    pub step: Option<u64>,
+    pub attempt: u32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub unknown_since: Option<DateTime<Utc>>,
+}
+
+impl OperationRow {
+    /// Whether it has been `unknown` for longer than the stuck threshold at `now`.
+    pub fn is_stuck(&self, now: DateTime<Utc>) -> bool {
+        self.status == OperationStatus::Unknown
+            && self
+                .unknown_since
+                .is_some_and(|since| now - since > chrono::Duration::minutes(STUCK_AFTER_MINUTES))
+    }
+}
+
+/// A person's decision on an operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalView {
+    pub decided_by: String,
+    pub decided_at: DateTime<Utc>,
+    pub decision: String,
+    pub reason: Option<String>,
+}
+
+/// One entry of an operation's audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventView {
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub actor: String,
+    pub detail: Value,
+}
+
+/// Everything the detail page shows about one operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationDetail {
+    pub row: OperationRow,
+    pub key_source: String,
+    pub fingerprint: String,
+    /// Already redacted when it was stored.
+    pub args: Value,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+    pub retryable: bool,
+    pub provider_ref: Option<String>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+    pub approval: Option<ApprovalView>,
+    pub approval_expires_at: Option<DateTime<Utc>>,
+    /// `agent` or `idem`: who runs the tool.
+    pub runner: String,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub reconcile_attempts: u32,
+    pub next_reconcile_at: Option<DateTime<Utc>>,
+    pub events: Vec<EventView>,
+}
+
+#[cfg(feature = "ssr")]
+mod from_ledger {
+    use super::*;
+    use crate::ledger::{Approval, Event, Operation, Runner};
+
+    impl From<&Operation> for OperationRow {
+        fn from(operation: &Operation) -> Self {
+            Self {
+                id: operation.id,
+                namespace: operation.namespace.to_string(),
+                key: operation.key.to_string(),
+                tool: operation.tool.to_string(),
+                effect: operation.effect,
+                status: operation.status,
+                run_id: operation.run_id.clone(),
+                step: operation.step,
+                attempt: operation.attempt,
+                created_at: operation.created_at,
+                updated_at: operation.updated_at,
+                unknown_since: operation.unknown_since,
+            }
+        }
+    }
+
+    impl From<&Approval> for ApprovalView {
+        fn from(approval: &Approval) -> Self {
+            Self {
+                decided_by: approval.decided_by.clone(),
+                decided_at: approval.decided_at,
+                decision: approval.decision.clone(),
+                reason: approval.reason.clone(),
+            }
+        }
+    }
+
+    impl From<Event> for EventView {
+        fn from(event: Event) -> Self {
+            Self {
+                at: event.at,
+                kind: event.kind.as_str().to_owned(),
+                actor: event.actor,
+                detail: event.detail,
+            }
+        }
+    }
+
+    impl OperationDetail {
+        /// The detail view of an operation and its audit trail.
+        pub fn new(operation: &Operation, events: Vec<Event>) -> Self {
+            Self {
+                row: operation.into(),
+                key_source: operation.key_source.as_str().to_owned(),
+                fingerprint: operation.fingerprint.to_string(),
+                args: operation.args.clone(),
+                result: operation.result.clone(),
+                error: operation.error.clone(),
+                retryable: operation.retryable,
+                provider_ref: operation.provider_ref.clone(),
+                completed_at: operation.completed_at,
+                expires_at: operation.expires_at,
+                approval: operation.approval.as_ref().map(ApprovalView::from),
+                approval_expires_at: operation.approval_expires_at,
+                runner: match operation.runner {
+                    Runner::Agent => "agent",
+                    Runner::Idem => "idem",
+                }
+                .to_owned(),
+                lease_expires_at: operation.lease.as_ref().map(|lease| lease.expires_at),
+                reconcile_attempts: operation.reconcile_attempts,
+                next_reconcile_at: operation.next_reconcile_at,
+                events: events.into_iter().map(EventView::from).collect(),
+            }
+        }
+    }
+}
+
+/// The overview's numbers for one window, and its charts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverviewView {
+    /// `1h`, `24h` or `7d`.
+    pub window: String,
+    pub duplicates_prevented: u64,
+    pub in_flight_rejected: u64,
+    pub mismatches_rejected: u64,
+    pub unknown_now: u64,
+    pub stuck_unknown: u64,
+    pub awaiting_approval: u64,
+    pub manual_interventions: u64,
+    pub reconciliations: u64,
+    pub latency_p50_ms: Option<u64>,
+    pub latency_p95_ms: Option<u64>,
+    pub charts: Vec<ChartView>,
+}
+
+/// A chart drawn on the server, with what the browser needs for exact values on hover and
+/// the table behind it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartView {
+    /// A stable id for the page (`duplicates`, `latency`, `interventions`).
+    pub id: String,
+    pub title: String,
+    /// The chart as an SVG document.
+    pub svg: String,
+    /// Where the plotting area lies in the SVG, in percent of its width and height, so one
+    /// hover column per bucket can sit exactly over it.
+    pub plot: PlotArea,
+    /// One text per bucket, oldest first: the bucket's time and exact values.
+    pub tips: Vec<String>,
+    /// The accessible table: column names, then one row per bucket.
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// A rectangle in percent of the chart's size.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PlotArea {
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+}
