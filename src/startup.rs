@@ -26,6 +26,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
+use crate::demo::Demo;
 use crate::http;
 use crate::http::rate_limit::KeyRateLimit;
 use crate::provider::HttpProvider;
@@ -60,6 +61,7 @@ pub struct Application {
     metrics_rollup_interval: Duration,
     reconcile_interval: Duration,
     approval_webhook: Option<ApprovalWebhook>,
+    demo: Option<Demo>,
 }
 
 impl Application {
@@ -107,6 +109,11 @@ impl Application {
             leptos_options: leptos_options(&config, site_addr),
         };
         let router = router(state.clone(), &config);
+        let demo = if config.demo {
+            Some(Demo::prepare(&state, &config, site_addr).await?)
+        } else {
+            None
+        };
         Ok(Self {
             listener,
             router,
@@ -117,6 +124,7 @@ impl Application {
             ),
             reconcile_interval: Duration::from_millis(config.reconcile_interval_ms.max(10)),
             approval_webhook,
+            demo,
         })
     }
 
@@ -152,6 +160,12 @@ impl Application {
         let rollup = MetricsRollup::new(self.state.metrics.clone(), self.metrics_rollup_interval);
         let rollup = tokio::spawn(rollup.run(stop.clone()));
         let reconciler = Reconciler::new(self.state.ledger.clone(), self.reconcile_interval);
+        // The demo agent stops when the shutdown starts, so it sends nothing the server
+        // would have to finish; its sandbox stops with the workers, after the last request.
+        let (stop_demo_agent, demo_agent_stop) = tokio::sync::watch::channel(false);
+        let demo = self
+            .demo
+            .map(|demo| demo.spawn(demo_agent_stop, stop.clone()));
         let reconciler = tokio::spawn(reconciler.run(stop));
         let service = self
             .router
@@ -160,6 +174,7 @@ impl Application {
         let changes = self.state.database.changes().clone();
         let shutdown = async move {
             shutdown.await;
+            let _ = stop_demo_agent.send(true);
             changes.close();
         };
         axum::serve(self.listener, service)
@@ -171,6 +186,9 @@ impl Application {
         let _ = reconciler.await;
         if let Some(webhook) = webhook {
             let _ = webhook.await;
+        }
+        if let Some(demo) = demo {
+            demo.join().await;
         }
         self.state.database.close().await;
         tracing::info!("idem stopped");
