@@ -13,6 +13,7 @@ use idem::storage::testing::TestDatabase;
 on_both_databases!(
     the_demo_prints_how_to_sign_in_and_fills_the_ledger_with_every_kind_of_moment,
     without_the_demo_flag_no_tools_and_no_operations_are_made_up,
+    a_restarted_demo_gives_its_people_new_passwords_and_its_agent_a_new_key,
 );
 
 /// A brisk demo, so that everything has happened within seconds.
@@ -165,4 +166,47 @@ async fn without_the_demo_flag_no_tools_and_no_operations_are_made_up(db: Db) {
             .is_none_or(|line| !line.starts_with("demo:")),
         "{printed:?}"
     );
+}
+
+async fn a_restarted_demo_gives_its_people_new_passwords_and_its_agent_a_new_key(db: Db) {
+    let database = TestDatabase::create(db).await;
+    let first = ServerProcess::start_with(database.url(), &["--demo"], &BRISK);
+    let (_, old_password) = sign_in_lines(&first).remove("demo-admin").unwrap();
+    let (clean, log) = tokio::task::spawn_blocking(move || first.terminate())
+        .await
+        .unwrap();
+    assert!(clean, "the demo stops with the server: {log:?}");
+
+    let second = ServerProcess::start_with(database.url(), &["--demo"], &BRISK);
+    let (_, new_password) = sign_in_lines(&second).remove("demo-admin").unwrap();
+    let admin = Client::anonymous(&second.address);
+    assert_eq!(admin.login("demo-admin", &old_password).await.status(), 401);
+    assert_eq!(admin.login("demo-admin", &new_password).await.status(), 200);
+
+    let audit = json_of(&admin, "/v1/audit?limit=200").await;
+    let by_system = |action: &str| {
+        audit["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|event| event["actor"] == "system" && event["action"] == action)
+            .map(|event| event["subject"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert!(by_system("user.created").contains(&"user:demo-admin".to_owned()));
+    assert!(by_system("user.password_changed").contains(&"user:demo-admin".to_owned()));
+    assert_eq!(by_system("api_key.created").len(), 2, "one key per start");
+    assert_eq!(
+        by_system("api_key.revoked").len(),
+        1,
+        "the first start's key"
+    );
+    let keys = json_of(&admin, "/v1/keys").await;
+    let live_demo_keys = keys["api_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|key| key["namespace"] == "demo" && key["revoked_at"].is_null())
+        .count();
+    assert_eq!(live_demo_keys, 1);
 }
