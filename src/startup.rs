@@ -65,8 +65,8 @@ pub struct Application {
 }
 
 impl Application {
-    /// Opens and migrates the database, bootstraps the first admin on an empty install, and
-    /// binds the listener.
+    /// Opens and migrates the database, bootstraps the first admin on an empty install, binds
+    /// the listener and, with `--demo`, sets up the demo (which starts with [`Self::run`]).
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
         let database = Database::open(&config.database.database_url).await?;
         let policy = IdentityPolicy {

@@ -92,7 +92,7 @@ async fn json_of(client: &Client, path: &str) -> Value {
 
 async fn the_demo_prints_how_to_sign_in_and_fills_the_ledger_with_every_kind_of_moment(db: Db) {
     let database = TestDatabase::create(db).await;
-    let server = ServerProcess::start_with(database.url(), &["--demo"], &BRISK);
+    let mut server = ServerProcess::start_with(database.url(), &["--demo"], &BRISK);
     let people = sign_in_lines(&server);
     let names: Vec<&str> = people.keys().map(String::as_str).collect();
     assert_eq!(
@@ -146,6 +146,15 @@ async fn the_demo_prints_how_to_sign_in_and_fills_the_ledger_with_every_kind_of_
     assert!(
         seen.count("awaiting_approval") <= 5,
         "the approval queue stays short: {seen:?}"
+    );
+    let surprises: Vec<String> = server
+        .drain_log()
+        .into_iter()
+        .filter(|line| line.contains("demo agent: unexpected answer"))
+        .collect();
+    assert!(
+        surprises.is_empty(),
+        "every answer was the expected one: {surprises:?}"
     );
 }
 
