@@ -9,9 +9,10 @@ export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
 .PHONY: run build test tools test-tools check test-rust test-e2e fuzz clean-data
 
-## run: build the release and serve on 127.0.0.1:3000 with SQLite in ./idem.db
+## run: build the release and serve on 127.0.0.1:3000 with SQLite in ./idem.db, with the demo
+## (sandbox provider, tools, demo people and a simulated agent; passwords printed on stdout)
 run: build
-	./target/release/idem serve
+	./target/release/idem serve --demo
 
 ## build: release server at target/release/idem and the UI in target/site
 build: tools

@@ -91,6 +91,16 @@ pub struct ServeConfig {
     )]
     pub rate_limit_burst: u32,
 
+    /// Start with demo data: a sandbox provider, tools of every effect class, demo people
+    /// (their passwords printed on stdout) and a simulated agent calling the API. Never for
+    /// real deployments.
+    #[arg(long, env = "IDEM_DEMO", value_parser = clap::builder::BoolishValueParser::new())]
+    pub demo: bool,
+
+    /// The demo agent's average pause between two actions, in milliseconds (jittered ±50 %).
+    #[arg(long, env = "IDEM_DEMO_PACE_MS", default_value_t = 1500)]
+    pub demo_pace_ms: u64,
+
     /// Log as JSON lines instead of text.
     #[arg(long, env = "IDEM_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -116,6 +126,8 @@ impl ServeConfig {
             session_idle: Duration::from_secs(30 * 60),
             rate_limit_per_second: 1000,
             rate_limit_burst: 2000,
+            demo: false,
+            demo_pace_ms: 1500,
             log_format: "text".into(),
         }
     }

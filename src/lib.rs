@@ -8,6 +8,8 @@ pub mod cli;
 #[cfg(feature = "ssr")]
 pub mod config;
 #[cfg(feature = "ssr")]
+pub mod demo;
+#[cfg(feature = "ssr")]
 pub mod http;
 #[cfg(feature = "ssr")]
 pub mod provider;

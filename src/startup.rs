@@ -27,6 +27,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
+use crate::demo::Demo;
 use crate::http;
 use crate::http::rate_limit::KeyRateLimit;
 use crate::provider::HttpProvider;
@@ -62,11 +63,12 @@ pub struct Application {
     metrics_rollup_interval: Duration,
     reconcile_interval: Duration,
     approval_webhook: Option<ApprovalWebhook>,
+    demo: Option<Demo>,
 }
 
 impl Application {
-    /// Opens and migrates the database, bootstraps the first admin on an empty install, and
-    /// binds the listener.
+    /// Opens and migrates the database, bootstraps the first admin on an empty install, binds
+    /// the listener and, with `--demo`, sets up the demo (which starts with [`Self::run`]).
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
         let database = Database::open(&config.database.database_url).await?;
         let policy = IdentityPolicy {
@@ -111,6 +113,11 @@ impl Application {
             leptos_options: leptos_options(&config, site_addr),
         };
         let router = router(state.clone(), &config);
+        let demo = if config.demo {
+            Some(Demo::prepare(&state, &config, site_addr).await?)
+        } else {
+            None
+        };
         Ok(Self {
             listener,
             router,
@@ -121,6 +128,7 @@ impl Application {
             ),
             reconcile_interval: Duration::from_millis(config.reconcile_interval_ms.max(10)),
             approval_webhook,
+            demo,
         })
     }
 
@@ -156,6 +164,12 @@ impl Application {
         let rollup = MetricsRollup::new(self.state.metrics.clone(), self.metrics_rollup_interval);
         let rollup = tokio::spawn(rollup.run(stop.clone()));
         let reconciler = Reconciler::new(self.state.ledger.clone(), self.reconcile_interval);
+        // The demo agent stops when the shutdown starts, so it sends nothing the server
+        // would have to finish; its sandbox stops with the workers, after the last request.
+        let (stop_demo_agent, demo_agent_stop) = tokio::sync::watch::channel(false);
+        let demo = self
+            .demo
+            .map(|demo| demo.spawn(demo_agent_stop, stop.clone()));
         let reconciler = tokio::spawn(reconciler.run(stop));
         let service = self
             .router
@@ -164,6 +178,7 @@ impl Application {
         let changes = self.state.database.changes().clone();
         let shutdown = async move {
             shutdown.await;
+            let _ = stop_demo_agent.send(true);
             changes.close();
         };
         axum::serve(self.listener, service)
@@ -175,6 +190,9 @@ impl Application {
         let _ = reconciler.await;
         if let Some(webhook) = webhook {
             let _ = webhook.await;
+        }
+        if let Some(demo) = demo {
+            demo.join().await;
         }
         self.state.database.close().await;
         tracing::info!("idem stopped");

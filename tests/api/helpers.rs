@@ -173,6 +173,11 @@ impl Client {
         Self::new(base, headers)
     }
 
+    /// A client of any server without credentials (it keeps cookies, like a browser).
+    pub fn anonymous(base: &str) -> Self {
+        Self::new(base, HeaderMap::new())
+    }
+
     fn new(base: &str, headers: HeaderMap) -> Self {
         let http = reqwest::Client::builder()
             .cookie_store(true)

@@ -9,6 +9,7 @@ mod audit;
 mod auth;
 mod changes;
 mod cli;
+mod demo;
 mod errors;
 mod fault_processes;
 mod faults;

@@ -20,6 +20,7 @@ pub struct ServerProcess {
     child: Child,
     pub address: String,
     log: mpsc::Receiver<String>,
+    stdout: mpsc::Receiver<String>,
 }
 
 impl ServerProcess {
@@ -30,24 +31,23 @@ impl ServerProcess {
 
     /// Starts `idem serve` with extra environment variables.
     pub fn start_with_env(database_url: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_with(database_url, &[], env)
+    }
+
+    /// Starts `idem serve` with extra arguments and environment variables.
+    pub fn start_with(database_url: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
             .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(args)
             .env("IDEM_DATABASE_URL", database_url)
             .env("IDEM_LOG", "debug")
             .envs(env.iter().copied())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start idem serve");
-        let (lines, log) = mpsc::channel();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let log = read_lines(child.stderr.take().unwrap());
+        let stdout = read_lines(child.stdout.take().unwrap());
         let mut seen = Vec::new();
         let address = loop {
             // A server that dies early closes its stderr, which ends this wait.
@@ -55,7 +55,9 @@ impl ServerProcess {
                 let _ = child.kill();
                 panic!("idem serve never said where it listens: {seen:?}");
             };
-            if let Some(rest) = line.split("address=").nth(1) {
+            // Only the server's own line: a demo's sandbox logs an address of its own.
+            let listening = line.contains("idem is listening");
+            if let Some(rest) = line.split("address=").nth(1).filter(|_| listening) {
                 break rest.split_whitespace().next().unwrap().to_owned();
             }
             seen.push(line);
@@ -64,7 +66,13 @@ impl ServerProcess {
             child,
             address: format!("http://{address}"),
             log,
+            stdout,
         }
+    }
+
+    /// The next line the server prints on stdout, waiting up to `timeout`.
+    pub fn stdout_line(&self, timeout: std::time::Duration) -> Option<String> {
+        self.stdout.recv_timeout(timeout).ok()
     }
 
     /// A client of this server holding the API key.
@@ -103,6 +111,19 @@ impl Drop for ServerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The lines of a child's output, read on a thread of their own.
+fn read_lines(output: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (lines, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
 }
 
 /// Creates an API key with the CLI, as an operator would.
