@@ -1,7 +1,6 @@
 //! The overview: what idem prevented and what waits for people, over 1 h, 24 h or 7 d.
 
 use leptos::prelude::*;
-use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
 use crate::components::{use_live, ErrorNote, Frame};
@@ -39,13 +38,15 @@ fn Overview() -> impl IntoView {
                     .map(|w| {
                         let current = move || window.get() == *w;
                         view! {
-                            <A
+                            // A plain link: the router's <A> marks every link to `/` as the
+                            // current page, whatever its query.
+                            <a
                                 href=format!("/?window={w}")
-                                attr:class=move || if current() { "window current" } else { "window" }
-                                attr:aria-current=move || current().then_some("true")
+                                class=move || if current() { "window current" } else { "window" }
+                                aria-current=move || current().then_some("true")
                             >
                                 {*w}
-                            </A>
+                            </a>
                         }
                     })
                     .collect_view()}

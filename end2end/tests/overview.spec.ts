@@ -1,0 +1,77 @@
+import { expect, test, type Page } from '@playwright/test';
+import { admin, agentApi, registerTool, screenshot, signIn, unique } from './support';
+
+// The number a tile shows, e.g. "Awaiting approval" → 3.
+async function tile(page: Page, name: string): Promise<number> {
+  const text = await page.getByTestId(`tile-${name.toLowerCase().replaceAll(' ', '-')}`).innerText();
+  return Number.parseInt(text, 10);
+}
+
+test('the overview counts what the test did, draws it, and moves without a reload', async ({ page }) => {
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
+
+  // An agent completes an operation, repeats it twice (two replays) and reuses its key with
+  // other arguments (one mismatch).
+  const { api } = await agentApi();
+  const key = unique('overview');
+  const claim = { tool: 'overview_tool', key, args: { n: 1 } };
+  const first = await api.post('/v1/operations', { data: claim });
+  expect(first.status()).toBe(201);
+  const { operation, lease } = await first.json();
+  const done = await api.post(`/v1/operations/${operation.id}/complete`, {
+    data: { lease_token: lease.token, outcome: 'succeeded', result: { ok: true } },
+  });
+  expect(done.status()).toBe(200);
+  for (let i = 0; i < 2; i++) {
+    expect((await api.post('/v1/operations', { data: claim })).status()).toBe(200);
+  }
+  expect((await api.post('/v1/operations', { data: { ...claim, args: { n: 2 } } })).status()).toBe(422);
+
+  await signIn(page, admin.username, admin.password);
+  await page.goto('/?window=1h');
+  await expect(page.locator('html')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.getByRole('link', { name: '1h' })).toHaveAttribute('aria-current', 'true');
+  await expect(page.getByTestId('live-indicator')).toHaveText('Live');
+  await expect.poll(() => tile(page, 'Duplicates prevented')).toBeGreaterThanOrEqual(2);
+
+  // Each chart is an SVG with one hover column per bucket, and a table with exact values.
+  for (const id of ['duplicates', 'latency', 'interventions']) {
+    const chart = page.locator(`figure[data-chart="${id}"]`);
+    await expect(chart.locator('svg')).toBeVisible();
+    await expect(chart.locator('.chart-hover span')).toHaveCount(12); // 1 h in 5-minute buckets
+  }
+  const duplicates = page.locator('figure[data-chart="duplicates"]');
+  const latest = duplicates.locator('.chart-hover span').last();
+  await expect(latest).toHaveAttribute('title', /duplicates prevented: [1-9]/);
+  await duplicates.getByText('Show as a table').click();
+  await expect(duplicates.locator('tbody tr')).toHaveCount(12);
+  await expect(duplicates.locator('tbody tr').last()).toContainText(/[1-9]/);
+
+  // A new approval request moves the counter with no reload.
+  await page.evaluate(() => ((window as unknown as { stillHere: boolean }).stillHere = true));
+  const waitingBefore = await tile(page, 'Awaiting approval');
+  const irreversible = unique('wipe');
+  await registerTool(irreversible, { effect: 'irreversible' });
+  const request = await api.post('/v1/operations', {
+    data: { tool: irreversible, key: unique('approval'), args: { target: 'db' } },
+  });
+  expect(request.status()).toBe(202);
+  await expect.poll(() => tile(page, 'Awaiting approval')).toBe(waitingBefore + 1);
+  expect(await page.evaluate(() => (window as unknown as { stillHere?: boolean }).stillHere)).toBe(true);
+
+  await screenshot(page, 'overview');
+  await api.dispose();
+  expect(errors).toEqual([]);
+});
+
+test('the overview switches windows through its URL', async ({ page }) => {
+  await signIn(page, admin.username, admin.password);
+  await page.getByRole('link', { name: '7d' }).click();
+  await expect(page).toHaveURL(/window=7d/);
+  await expect(page.getByRole('link', { name: '7d' })).toHaveAttribute('aria-current', 'true');
+  // 7 days in 6-hour buckets.
+  await expect(page.locator('figure[data-chart="duplicates"] .chart-hover span')).toHaveCount(28);
+});
