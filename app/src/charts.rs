@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use plotters::prelude::*;
 
-use crate::views::{ChartView, PlotArea};
+use crate::views::ChartView;
 
 const WIDTH: u32 = 640;
 const HEIGHT: u32 = 240;
@@ -76,7 +76,6 @@ pub fn chart(
             tracing::error!(%error, chart = id, "could not draw a chart");
             String::new()
         }),
-        plot: plot_area(),
         tips,
         columns,
         rows,
@@ -91,19 +90,6 @@ fn show(value: Option<f64>, unit: &str) -> String {
     }
 }
 
-/// The plotting area in percent of the whole SVG (the margins and label areas set below).
-fn plot_area() -> PlotArea {
-    let (w, h) = (f64::from(WIDTH), f64::from(HEIGHT));
-    let left = f64::from(MARGIN + Y_LABELS);
-    let top = f64::from(MARGIN);
-    PlotArea {
-        left: left / w * 100.0,
-        top: top / h * 100.0,
-        width: (w - left - f64::from(MARGIN)) / w * 100.0,
-        height: (h - top - f64::from(MARGIN + X_LABELS)) / h * 100.0,
-    }
-}
-
 type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn draw(starts: &[DateTime<Utc>], series: &[Series], style: Style) -> DrawResult<String> {
@@ -115,8 +101,21 @@ fn draw(starts: &[DateTime<Utc>], series: &[Series], style: Style) -> DrawResult
             .iter()
             .flat_map(|s| s.values.iter().flatten())
             .fold(0.0_f64, |a, &b| a.max(b));
-        // Headroom above the highest value, and a visible axis when everything is zero.
-        let y_max = if top > 0.0 { top * 1.15 } else { 1.0 };
+        // Headroom above the highest value (whole numbers for counts), and a visible axis
+        // when everything is zero.
+        let counts = series
+            .iter()
+            .all(|s| s.values.iter().flatten().all(|v| v.fract() == 0.0));
+        let y_max = match (top > 0.0, counts) {
+            (false, _) => 1.0,
+            (true, true) => (top * 1.15).ceil().max(top + 1.0),
+            (true, false) => top * 1.15,
+        };
+        let y_labels = if counts {
+            (y_max as usize).min(5) + 1
+        } else {
+            5
+        };
         let mut chart = ChartBuilder::on(&root)
             .margin(MARGIN)
             .x_label_area_size(X_LABELS)
@@ -126,12 +125,13 @@ fn draw(starts: &[DateTime<Utc>], series: &[Series], style: Style) -> DrawResult
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .light_line_style(RGBColor(128, 128, 128).mix(0.15))
+            .light_line_style(TRANSPARENT)
             .bold_line_style(RGBColor(128, 128, 128).mix(0.3))
             .axis_style(RGBColor(128, 128, 128))
             .label_style((FONT, 11).into_font().color(&RGBColor(128, 128, 128)))
             .x_labels(6)
-            .y_labels(5)
+            .y_labels(y_labels)
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .x_label_formatter(&|x| match x {
                 SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
                     starts.get(*i as usize).map(label).unwrap_or_default()
@@ -141,17 +141,23 @@ fn draw(starts: &[DateTime<Utc>], series: &[Series], style: Style) -> DrawResult
             .draw()?;
         for (n, s) in series.iter().enumerate() {
             if style == Style::Bars && n == 0 {
-                chart.draw_series(
-                    Histogram::vertical(&chart)
-                        .style(s.color.mix(0.75).filled())
-                        .margin(1)
-                        .data(
-                            s.values
-                                .iter()
-                                .enumerate()
-                                .filter_map(|(i, v)| v.map(|v| (i as u32, v))),
-                        ),
-                )?;
+                let color = s.color.mix(0.75);
+                chart
+                    .draw_series(
+                        Histogram::vertical(&chart)
+                            .style(color.filled())
+                            .margin(1)
+                            .data(
+                                s.values
+                                    .iter()
+                                    .enumerate()
+                                    .filter_map(|(i, v)| v.map(|v| (i as u32, v))),
+                            ),
+                    )?
+                    .label(s.name)
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 4), (x + 10, y + 4)], color.filled())
+                    });
             } else {
                 let points: Vec<(SegmentValue<u32>, f64)> = s
                     .values
@@ -159,7 +165,13 @@ fn draw(starts: &[DateTime<Utc>], series: &[Series], style: Style) -> DrawResult
                     .enumerate()
                     .filter_map(|(i, v)| v.map(|v| (SegmentValue::CenterOf(i as u32), v)))
                     .collect();
-                chart.draw_series(LineSeries::new(points.clone(), s.color.stroke_width(2)))?;
+                let color = s.color;
+                chart
+                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+                    .label(s.name)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 12, y)], color.stroke_width(2))
+                    });
                 chart.draw_series(
                     points
                         .into_iter()
@@ -167,6 +179,13 @@ fn draw(starts: &[DateTime<Utc>], series: &[Series], style: Style) -> DrawResult
                 )?;
             }
         }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.7))
+            .border_style(RGBColor(128, 128, 128).mix(0.4))
+            .label_font((FONT, 11).into_font().color(&RGBColor(60, 60, 60)))
+            .draw()?;
         root.present()?;
     }
     Ok(svg)
@@ -176,6 +195,28 @@ fn draw(starts: &[DateTime<Utc>], series: &[Series], style: Style) -> DrawResult
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    /// A rectangle in percent of the chart's size.
+    struct PlotArea {
+        left: f64,
+        top: f64,
+        width: f64,
+        height: f64,
+    }
+
+    /// The plotting area in percent of the whole SVG (the margins and label areas set below);
+    /// the stylesheet lays the hover columns over it.
+    fn plot_area() -> PlotArea {
+        let (w, h) = (f64::from(WIDTH), f64::from(HEIGHT));
+        let left = f64::from(MARGIN + Y_LABELS);
+        let top = f64::from(MARGIN);
+        PlotArea {
+            left: left / w * 100.0,
+            top: top / h * 100.0,
+            width: (w - left - f64::from(MARGIN)) / w * 100.0,
+            height: (h - top - f64::from(MARGIN + X_LABELS)) / h * 100.0,
+        }
+    }
 
     fn starts(n: i64) -> Vec<DateTime<Utc>> {
         let first = Utc.with_ymd_and_hms(2026, 12, 1, 10, 0, 0).unwrap();
@@ -242,6 +283,22 @@ mod tests {
         );
         assert!(chart.svg.starts_with("<svg"));
         assert_eq!(chart.rows[0][1], "—");
+    }
+
+    /// The hover columns are placed by the stylesheet (the CSP forbids inline styles), so
+    /// its numbers must be the plotting area's.
+    #[test]
+    fn the_stylesheet_places_the_hover_columns_over_the_plotting_area() {
+        let css = include_str!("../../style/main.css");
+        let area = plot_area();
+        let rule = format!(
+            "left: {:.3}%; top: {:.3}%; width: {:.3}%; height: {:.3}%;",
+            area.left, area.top, area.width, area.height
+        );
+        assert!(
+            css.contains(&rule),
+            "style/main.css must have `.chart-hover {{ {rule} }}`"
+        );
     }
 
     #[test]

@@ -184,21 +184,9 @@ pub struct ChartView {
     pub title: String,
     /// The chart as an SVG document.
     pub svg: String,
-    /// Where the plotting area lies in the SVG, in percent of its width and height, so one
-    /// hover column per bucket can sit exactly over it.
-    pub plot: PlotArea,
     /// One text per bucket, oldest first: the bucket's time and exact values.
     pub tips: Vec<String>,
     /// The accessible table: column names, then one row per bucket.
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
-}
-
-/// A rectangle in percent of the chart's size.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PlotArea {
-    pub left: f64,
-    pub top: f64,
-    pub width: f64,
-    pub height: f64,
 }

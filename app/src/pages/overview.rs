@@ -136,18 +136,14 @@ fn Tile(
 /// numbers as a table for screen readers and for copying.
 #[component]
 fn Chart(chart: ChartView) -> impl IntoView {
-    let area = chart.plot;
-    let columns = chart.tips.len().max(1);
-    let overlay = format!(
-        "left:{:.3}%;top:{:.3}%;width:{:.3}%;height:{:.3}%;grid-template-columns:repeat({columns},1fr)",
-        area.left, area.top, area.width, area.height
-    );
     view! {
         <figure class="chart" data-chart=chart.id.clone()>
             <figcaption>{chart.title.clone()}</figcaption>
             <div class="chart-canvas">
                 <div class="chart-svg" inner_html=chart.svg></div>
-                <div class="chart-hover" style=overlay aria-hidden="true">
+                // Placed over the plotting area by the stylesheet (no inline styles: the
+                // page's CSP forbids them); one column per bucket.
+                <div class="chart-hover" aria-hidden="true">
                     {chart
                         .tips
                         .into_iter()
