@@ -10,7 +10,7 @@ use crate::views::{OperationDetail, OperationRow};
 use crate::UiError;
 
 #[cfg(feature = "ssr")]
-use super::context::{answer_with_status, client_address, ledger, people_actions, person_who_may};
+use super::context::{acting, answer_with_status, ledger, people_actions, person_who_may};
 #[cfg(feature = "ssr")]
 use crate::domain::Permission;
 
@@ -161,15 +161,6 @@ pub async fn expire_operation(id: Uuid, reason: Option<String>) -> Result<Operat
         .await
         .map_err(answer_with_status)?;
     Ok(OperationRow::from(&operation))
-}
-
-/// The signed-in person, if their role allows `permission`, as the actions take them.
-#[cfg(feature = "ssr")]
-async fn acting(permission: Permission) -> Result<crate::people_actions::Acting, UiError> {
-    Ok(crate::people_actions::Acting {
-        person: person_who_may(permission).await?,
-        address: client_address(),
-    })
 }
 
 /// A JSON text typed by a person; empty means none.
