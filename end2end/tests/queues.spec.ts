@@ -26,13 +26,19 @@ function consoleErrors(page: Page): string[] {
   return errors;
 }
 
-async function signInAs(page: Page, role: Role) {
+/** Signs a new person of `role` in and opens `path`. The overview, where signing in lands,
+ * is another page's business: the console is watched from `path` on. */
+async function openAs(page: Page, role: Role, path: string): Promise<string[]> {
   const person = await createPerson(role);
   await signIn(page, person.username, person.password);
-  return person;
+  await openHydrated(page, path);
+  // The page's own content hydrates after <html> is marked; the indicator turning "Live"
+  // shows it has (and that changes will arrive).
+  await expect(page.getByTestId('live-indicator')).toHaveText('Live');
+  return consoleErrors(page);
 }
 
-/** Opens a page by clicking its link, so the window (and its marker) stays the same. */
+/** Marks the window: a reload would wipe the mark. */
 async function markWindow(page: Page) {
   await page.evaluate(() => ((window as unknown as { stillHere: boolean }).stillHere = true));
 }
@@ -55,12 +61,9 @@ async function approvalSetup() {
 }
 
 test('a new request appears without reload, and approving it lets the agent run', async ({ page }) => {
-  const errors = consoleErrors(page);
   const { tool, key, claim, agent } = await approvalSetup();
-  await signInAs(page, 'approver');
-  await page.getByRole('link', { name: 'Approvals' }).click();
+  const errors = await openAs(page, 'approver', '/approvals');
   await expect(page.getByRole('heading', { name: 'Approvals' })).toBeVisible();
-  await expect(page.getByTestId('live-indicator')).toHaveText('Live');
   await markWindow(page);
 
   const asked = await claim();
@@ -89,11 +92,9 @@ test('a new request appears without reload, and approving it lets the agent run'
 });
 
 test('rejecting with a reason tells the agent', async ({ page }) => {
-  const errors = consoleErrors(page);
   const { key, claim } = await approvalSetup();
   expect((await claim()).status()).toBe(202);
-  await signInAs(page, 'approver');
-  await openHydrated(page, '/approvals');
+  const errors = await openAs(page, 'approver', '/approvals');
 
   const card = page.getByRole('listitem').filter({ hasText: key });
   await card.getByRole('button', { name: 'Reject' }).click();
@@ -112,7 +113,6 @@ test('rejecting with a reason tells the agent', async ({ page }) => {
 });
 
 test('an operator reconciles the selected unknowns in one go', async ({ page }) => {
-  const errors = consoleErrors(page);
   const tool = unique('refund');
   await registerTool(tool, {
     executor: {
@@ -128,8 +128,7 @@ test('an operator reconciles the selected unknowns in one go', async ({ page }) 
     await agent.api.post(`/v1/tools/${tool}/invoke`, { data: { key, args: { amount_cents: 500 } } });
   }
 
-  await signInAs(page, 'operator');
-  await openHydrated(page, '/unknowns');
+  const errors = await openAs(page, 'operator', '/unknowns');
   for (const key of keys) {
     const row = page.getByRole('row').filter({ hasText: key });
     await expect(row.getByText('unknown', { exact: true })).toBeVisible();
@@ -149,18 +148,16 @@ test('an operator reconciles the selected unknowns in one go', async ({ page }) 
 });
 
 test('a viewer is offered no actions, and a forged one is refused', async ({ page }) => {
-  const errors = consoleErrors(page);
   const { key, claim } = await approvalSetup();
   expect((await claim()).status()).toBe(202);
-  await signInAs(page, 'viewer');
-
-  await openHydrated(page, '/approvals');
+  const errors = await openAs(page, 'viewer', '/approvals');
   const card = page.getByRole('listitem').filter({ hasText: key });
   await expect(card).toBeVisible();
   await expect(card.getByRole('button', { name: 'Approve' })).toHaveCount(0);
   await expect(card.getByRole('button', { name: 'Reject' })).toHaveCount(0);
 
   await openHydrated(page, '/unknowns');
+  await expect(page.getByTestId('live-indicator')).toHaveText('Live');
   await expect(page.getByRole('heading', { name: 'Unknowns' })).toBeVisible();
   await expect(page.getByRole('button', { name: 'Reconcile selected' })).toHaveCount(0);
   await expect(page.getByRole('checkbox')).toHaveCount(0);
