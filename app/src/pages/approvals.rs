@@ -9,8 +9,7 @@ use crate::components::{
     Frame, Reason, RelativeTime,
 };
 use crate::domain::Permission;
-use crate::server_fns::{list_operations, read_operation, ApproveOperation, RejectOperation};
-use crate::views::OperationRow;
+use crate::server_fns::{approval_queue, ApprovalRequest, ApproveOperation, RejectOperation};
 
 #[component]
 pub fn ApprovalsPage() -> impl IntoView {
@@ -24,26 +23,14 @@ pub fn ApprovalsPage() -> impl IntoView {
 #[component]
 fn Approvals() -> impl IntoView {
     let live = use_live();
-    let queue = Resource::new(
-        move || live.version(),
-        |_| {
-            let status = Some("awaiting_approval".to_owned());
-            list_operations(status, None, None, None, None, None, true)
-        },
-    );
-    // Cards are keyed by id, so a refetch adds and removes cards without reloading the
-    // arguments of the ones that stay.
-    let rows = move || {
-        queue
-            .get()
-            .and_then(Result::ok)
-            .map(|page| page.rows)
-            .unwrap_or_default()
-    };
+    let queue = Resource::new(move || live.version(), |_| approval_queue());
+    // Cards are keyed by id, so a refetch adds and removes cards and leaves the others (and
+    // a half-typed reason) alone.
+    let requests = move || queue.get().and_then(Result::ok).unwrap_or_default();
     let loaded_empty = move || {
         queue
             .get()
-            .is_some_and(|page| page.is_ok_and(|p| p.rows.is_empty()))
+            .is_some_and(|page| page.is_ok_and(|p| p.is_empty()))
     };
 
     view! {
@@ -57,8 +44,8 @@ fn Approvals() -> impl IntoView {
                 </EmptyState>
             </Show>
             <ul class="approval-queue" aria-label="Approval requests">
-                <For each=rows key=|row| row.id let:row>
-                    <ApprovalCard row />
+                <For each=requests key=|request| request.row.id let:request>
+                    <ApprovalCard request />
                 </For>
             </ul>
         </Transition>
@@ -67,9 +54,13 @@ fn Approvals() -> impl IntoView {
 
 /// One request: what would run, for whom, and the buttons to decide.
 #[component]
-fn ApprovalCard(row: OperationRow) -> impl IntoView {
+fn ApprovalCard(request: ApprovalRequest) -> impl IntoView {
+    let ApprovalRequest {
+        row,
+        args,
+        expires_at,
+    } = request;
     let id = row.id;
-    let detail = Resource::new(move || id, read_operation);
     let may_decide = use_viewer().may(Permission::Approve);
     let run = match (&row.run_id, row.step) {
         (Some(run), Some(step)) => format!("{run} · step {step}"),
@@ -95,25 +86,14 @@ fn ApprovalCard(row: OperationRow) -> impl IntoView {
                 <dd><RelativeTime at=row.created_at /></dd>
                 <dt>"Approval expires"</dt>
                 <dd>
-                    <Suspense fallback=|| "…">
-                        {move || Suspend::new(async move {
-                            match detail.await.ok().and_then(|d| d.approval_expires_at) {
-                                Some(at) => view! { <RelativeTime at /> }.into_any(),
-                                None => view! { <span class="muted">"never"</span> }.into_any(),
-                            }
-                        })}
-                    </Suspense>
+                    {match expires_at {
+                        Some(at) => view! { <RelativeTime at /> }.into_any(),
+                        None => view! { <span class="muted">"never"</span> }.into_any(),
+                    }}
                 </dd>
             </dl>
             <h2 class="args-title">"Arguments"</h2>
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match detail.await {
-                        Ok(detail) => view! { <FieldList value=detail.args /> }.into_any(),
-                        Err(error) => view! { <ErrorNote error /> }.into_any(),
-                    }
-                })}
-            </Suspense>
+            <FieldList value=args />
             <Show when=move || may_decide>
                 <Decision id tool=row.tool.clone() />
             </Show>

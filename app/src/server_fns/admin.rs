@@ -23,8 +23,9 @@ pub struct CreatedKeyView {
 /// Every person.
 #[server(prefix = "/api", endpoint = "users")]
 pub async fn list_users() -> Result<Vec<UserInfo>, UiError> {
+    let identity = identity()?;
     person_who_may(Permission::Administer).await?;
-    identity()?.list_users().await.map_err(answer_with_status)
+    identity.list_users().await.map_err(answer_with_status)
 }
 
 /// Creates a person with a role and a password.
@@ -44,11 +45,9 @@ pub async fn create_user(
 /// Every API key, revoked ones included, never their secrets.
 #[server(prefix = "/api", endpoint = "api_keys")]
 pub async fn list_api_keys() -> Result<Vec<ApiKeyInfo>, UiError> {
+    let identity = identity()?;
     person_who_may(Permission::Administer).await?;
-    identity()?
-        .list_api_keys()
-        .await
-        .map_err(answer_with_status)
+    identity.list_api_keys().await.map_err(answer_with_status)
 }
 
 /// Creates an API key of a namespace; the answer holds the only copy of the key.

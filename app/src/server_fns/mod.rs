@@ -1,7 +1,13 @@
 //! Server functions: the UI's thin doors into the services. Each takes the service from the
 //! Leptos context (provided by the server at startup), calls it, and maps the error.
+//!
+//! Those that pages read take their services from the context before their first `.await`:
+//! server rendering may drop a pass of a page (and the owner holding the context) while its
+//! reads are still in flight, and a read that then failed would be sent to the browser as
+//! the data to hydrate with.
 
 mod admin;
+mod approvals;
 mod auth;
 mod operations;
 mod overview;
@@ -11,6 +17,7 @@ pub use admin::{
     create_api_key, create_user, list_api_keys, list_users, revoke_api_key, CreateApiKey,
     CreateUser, CreatedKeyView, ListApiKeys, ListUsers, RevokeApiKey,
 };
+pub use approvals::{approval_queue, ApprovalQueue, ApprovalRequest};
 pub use auth::{current_user, login, logout, CurrentUser, Login, Logout};
 pub use operations::{
     approve_operation, expire_operation, list_operations, read_operation, reconcile_operation,

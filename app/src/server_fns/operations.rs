@@ -41,6 +41,7 @@ pub async fn list_operations(
     use crate::domain::{Namespace, OperationStatus, ToolName};
     use crate::ledger::OperationFilter;
 
+    let ledger = ledger()?;
     person_who_may(Permission::Read).await?;
     let given = |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
     let invalid = |error: String| answer_with_status(UiError::Invalid(error));
@@ -67,7 +68,7 @@ pub async fn list_operations(
                 invalid("the page cursor is not valid; start from the first page".into())
             })?,
     };
-    let (operations, more) = ledger()?
+    let (operations, more) = ledger
         .list(&filter, PAGE_SIZE)
         .await
         .map_err(answer_with_status)?;
@@ -81,8 +82,8 @@ pub async fn list_operations(
 /// One operation with its audit trail.
 #[server(prefix = "/api", endpoint = "operation")]
 pub async fn read_operation(id: Uuid) -> Result<OperationDetail, UiError> {
-    person_who_may(Permission::Read).await?;
     let ledger = ledger()?;
+    person_who_may(Permission::Read).await?;
     let operation = ledger
         .operation(None, id)
         .await

@@ -157,8 +157,9 @@ fn paths(text: &str) -> Vec<String> {
 /// Every registered tool.
 #[server(prefix = "/api", endpoint = "tools")]
 pub async fn list_tools() -> Result<Vec<ToolView>, UiError> {
+    let ledger = ledger()?;
     person_who_may(Permission::Read).await?;
-    let tools = ledger()?.tools().await.map_err(answer_with_status)?;
+    let tools = ledger.tools().await.map_err(answer_with_status)?;
     Ok(tools.into_iter().map(view).collect())
 }
 
