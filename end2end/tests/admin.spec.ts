@@ -1,30 +1,13 @@
 // What admins do in the browser: people, API keys (shown once, revocable) and tools; and what
 // others are refused.
-import { expect, request, test, type Page } from '@playwright/test';
-import { admin, baseURL, createPerson, openHydrated as openPage, screenshot, signIn, unique } from './support';
-
-/** Opens a signed-in page once its content has hydrated too (after <html> is marked), which
- * the live indicator turning "Live" shows. */
-async function openHydrated(page: Page, path: string) {
-  await openPage(page, path);
-  await expect(page.getByTestId('live-indicator')).toHaveText('Live');
-}
-
-/** Console errors of the page from now on. Specs start watching once their own page is open:
- * the overview, where signing in lands, is another page's business. */
-function consoleErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
-  return errors;
-}
+import { expect, request, test } from '@playwright/test';
+import { consoleErrors, openLive } from './pages';
+import { admin, baseURL, createPerson, screenshot, signIn, unique } from './support';
 
 test('the admin creates a person, who can then sign in', async ({ page, browser }) => {
   await signIn(page, admin.username, admin.password);
   await expect(page.getByRole('link', { name: 'Admin' })).toBeVisible();
-  await openHydrated(page, '/admin');
+  await openLive(page, '/admin');
   const errors = consoleErrors(page);
   await expect(page.getByRole('heading', { name: 'People' })).toBeVisible();
 
@@ -48,7 +31,7 @@ test('the admin creates a person, who can then sign in', async ({ page, browser 
 
 test('a new API key is shown once, works, and stops working when revoked', async ({ page }) => {
   await signIn(page, admin.username, admin.password);
-  await openHydrated(page, '/admin');
+  await openLive(page, '/admin');
   const errors = consoleErrors(page);
 
   const namespace = unique('ns');
@@ -65,7 +48,7 @@ test('a new API key is shown once, works, and stops working when revoked', async
   const agent = await request.newContext({ baseURL, extraHTTPHeaders: { authorization: `Bearer ${key}` } });
   expect((await agent.get('/v1/operations')).status()).toBe(200);
 
-  await openHydrated(page, '/admin');
+  await openLive(page, '/admin');
   await expect(page.getByRole('status', { name: 'New API key' })).toHaveCount(0);
   await expect(page.getByText(key)).toHaveCount(0);
 
@@ -80,7 +63,7 @@ test('a new API key is shown once, works, and stops working when revoked', async
 
 test('the admin registers a tool through the form and sees its guarantee', async ({ page }) => {
   await signIn(page, admin.username, admin.password);
-  await openHydrated(page, '/tools');
+  await openLive(page, '/tools');
   const errors = consoleErrors(page);
 
   const name = unique('charge');
@@ -117,14 +100,14 @@ test('someone who is not an admin sees no Admin link and is refused', async ({ p
   await expect(page.getByRole('link', { name: 'Tools' })).toBeVisible();
   await expect(page.getByRole('link', { name: 'Admin' })).toHaveCount(0);
 
-  await openHydrated(page, '/admin');
+  await openLive(page, '/admin');
   const errors = consoleErrors(page);
   await expect(page.getByRole('alert')).toContainText('Your role does not allow this');
   await expect(page.getByRole('form', { name: 'Create an API key' })).toHaveCount(0);
   const forged = await page.request.post('/api/create_api_key', { form: { namespace: 'stolen' } });
   expect(forged.status()).toBe(403);
 
-  await openHydrated(page, '/tools');
+  await openLive(page, '/tools');
   await expect(page.getByRole('button', { name: 'Register a tool' })).toHaveCount(0);
   await expect(page.getByRole('button', { name: /^Edit / })).toHaveCount(0);
   expect(errors).toEqual([]);

@@ -2,10 +2,10 @@
 // without reloading) and unknowns (bulk reconcile); and what a viewer is not offered.
 import { expect, test, type Page } from '@playwright/test';
 import { randomUUID } from 'node:crypto';
+import { consoleErrors, openLive } from './pages';
 import {
   agentApi,
   createPerson,
-  openHydrated,
   registerTool,
   sandboxEffects,
   sandboxFault,
@@ -16,25 +16,12 @@ import {
   type Role,
 } from './support';
 
-/** Console errors of the page, to assert none at the end. */
-function consoleErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
-  return errors;
-}
-
 /** Signs a new person of `role` in and opens `path`. The overview, where signing in lands,
  * is another page's business: the console is watched from `path` on. */
 async function openAs(page: Page, role: Role, path: string): Promise<string[]> {
   const person = await createPerson(role);
   await signIn(page, person.username, person.password);
-  await openHydrated(page, path);
-  // The page's own content hydrates after <html> is marked; the indicator turning "Live"
-  // shows it has (and that changes will arrive).
-  await expect(page.getByTestId('live-indicator')).toHaveText('Live');
+  await openLive(page, path);
   return consoleErrors(page);
 }
 
@@ -156,8 +143,7 @@ test('a viewer is offered no actions, and a forged one is refused', async ({ pag
   await expect(card.getByRole('button', { name: 'Approve' })).toHaveCount(0);
   await expect(card.getByRole('button', { name: 'Reject' })).toHaveCount(0);
 
-  await openHydrated(page, '/unknowns');
-  await expect(page.getByTestId('live-indicator')).toHaveText('Live');
+  await openLive(page, '/unknowns');
   await expect(page.getByRole('heading', { name: 'Unknowns' })).toBeVisible();
   await expect(page.getByRole('button', { name: 'Reconcile selected' })).toHaveCount(0);
   await expect(page.getByRole('checkbox')).toHaveCount(0);
