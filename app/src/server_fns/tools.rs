@@ -25,6 +25,7 @@ pub struct ToolView {
 /// A tool registration as an admin types it: numbers and lists are text until the server
 /// reads them, so a typo comes back as a message rather than a decoding failure.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ToolForm {
     pub name: String,
     /// `read_only`, `idempotent_write`, `non_idempotent_write` or `irreversible`.
