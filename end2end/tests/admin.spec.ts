@@ -90,6 +90,15 @@ test('the admin registers a tool through the form and sees its guarantee', async
   await expect(row).toContainText('order_id, amount_cents');
   await expect(row).toContainText('20 s');
   await screenshot(page, 'admin-tools');
+
+  await row.getByRole('button', { name: `Edit ${name}` }).click();
+  const edit = page.getByRole('form', { name: 'Edit tool' });
+  await expect(edit.getByLabel('Name')).toHaveValue(name);
+  await expect(edit.getByLabel('Key fields')).toHaveValue('order_id, amount_cents');
+  await edit.getByLabel('Effect').selectOption('irreversible');
+  await edit.getByRole('button', { name: 'Save tool' }).click();
+  await expect(page.getByRole('status')).toHaveText(`Registered ${name}.`);
+  await expect(page.getByRole('row').filter({ hasText: name })).toContainText('at most once approved');
   // The two refused submissions were answered 400, which the browser logs by itself.
   expect(errors.filter((e) => !e.includes('status of 400 (Bad Request)'))).toEqual([]);
 });
