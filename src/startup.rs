@@ -2,6 +2,7 @@
 //! listener. `Application::build` binds first, so tests can start it on port 0 and ask for
 //! the port.
 
+use app::admin_actions::AdminActions;
 use app::audit::{actions, AuditLog, PersonAction};
 use app::identity::{Identity, IdentityPolicy, SessionCookie};
 use app::ledger::metrics::Metrics;
@@ -42,6 +43,7 @@ pub struct AppState {
     pub identity: Identity,
     pub ledger: Ledger,
     pub people_actions: PeopleActions,
+    pub admin_actions: AdminActions,
     pub metrics: Metrics,
     pub session_cookie: SessionCookie,
     pub key_rate_limit: KeyRateLimit,
@@ -98,6 +100,7 @@ impl Application {
         let ledger = ledger.with_provider(Arc::new(HttpProvider::new()?));
         let state = AppState {
             people_actions: PeopleActions::new(ledger.clone(), audit.clone()),
+            admin_actions: AdminActions::new(ledger.clone(), identity.clone(), audit.clone()),
             ledger,
             metrics: Metrics::new(database.metrics_store()),
             database,
@@ -262,6 +265,7 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
             provide_context(state.ledger.clone());
             provide_context(state.metrics.clone());
             provide_context(state.people_actions.clone());
+            provide_context(state.admin_actions.clone());
             provide_context(state.session_cookie);
             http::csp::set_page_policy();
         }

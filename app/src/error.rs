@@ -103,3 +103,21 @@ impl From<crate::people_actions::ActionError> for UiError {
         }
     }
 }
+
+#[cfg(feature = "ssr")]
+impl From<crate::admin_actions::AdminError> for UiError {
+    fn from(error: crate::admin_actions::AdminError) -> Self {
+        use crate::admin_actions::AdminError as E;
+        match error {
+            E::InvalidNamespace(message)
+            | E::InvalidUsername(message)
+            | E::InvalidRole(message) => UiError::Invalid(message),
+            E::NoSuchKey => UiError::NotFound(error.to_string()),
+            E::Identity(taken @ crate::identity::IdentityError::UsernameTaken(_)) => {
+                UiError::Conflict(taken.to_string())
+            }
+            E::Identity(error) => error.into(),
+            E::Ledger(error) => error.into(),
+        }
+    }
+}

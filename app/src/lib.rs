@@ -1,6 +1,9 @@
 //! idem's application crate: the rules (behind the `ssr` feature) and the Leptos UI, which is
 //! compiled both for the server (`ssr`) and for the browser (`hydrate`).
 
+// Deeply nested views make deeply nested types; the compiler needs more room to lay them out.
+#![recursion_limit = "256"]
+
 mod components;
 pub mod domain;
 mod error;
@@ -9,6 +12,8 @@ pub mod server_fns;
 mod shell;
 pub mod views;
 
+#[cfg(feature = "ssr")]
+pub mod admin_actions;
 #[cfg(feature = "ssr")]
 pub mod audit;
 #[cfg(feature = "ssr")]

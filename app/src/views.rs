@@ -27,6 +27,10 @@ pub struct OperationRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub unknown_since: Option<DateTime<Utc>>,
+    /// How often the provider was asked about it (for `unknown` ones).
+    pub reconcile_attempts: u32,
+    /// When the reconciler asks next, if it will.
+    pub next_reconcile_at: Option<DateTime<Utc>>,
 }
 
 impl OperationRow {
@@ -101,6 +105,8 @@ mod from_ledger {
                 created_at: operation.created_at,
                 updated_at: operation.updated_at,
                 unknown_since: operation.unknown_since,
+                reconcile_attempts: operation.reconcile_attempts,
+                next_reconcile_at: operation.next_reconcile_at,
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Administration over REST (admin only): API keys and users. The same actions exist on the
 //! command line (`idem keys …`, `idem users …`).
 
-use app::audit::actions;
+use app::admin_actions::AdminError;
 use app::domain::{ApiKeyInfo, Namespace, Role, UserInfo, Username};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -9,7 +9,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::Router;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use uuid::Uuid;
 
 use super::audit::ClientAddress;
@@ -75,16 +74,14 @@ async fn create_key(
     address: ClientAddress,
     AppJson(body): AppJson<CreateKeyRequest>,
 ) -> ApiResult<Response> {
-    let namespace = Namespace::try_from(body.namespace)
-        .map_err(|e| ApiError::bad_request("invalid_namespace", e.to_string()))?;
-    let (api_key, secret) = state.identity.create_api_key(namespace, body.name).await?;
-    let detail = json!({ "namespace": api_key.namespace, "name": api_key.name });
-    let subject = format!("api_key:{}", api_key.id);
-    let action = person.did(address, actions::API_KEY_CREATED, subject, detail);
-    state.audit.record(action).await;
+    let by = person.acting(address);
+    let created = state
+        .admin_actions
+        .create_api_key(&by, body.namespace, body.name)
+        .await?;
     let created = CreatedKey {
-        key: secret.expose().to_owned(),
-        api_key,
+        key: created.secret.expose().to_owned(),
+        api_key: created.info,
     };
     Ok((StatusCode::CREATED, AppJson(created)).into_response())
 }
@@ -134,18 +131,9 @@ async fn revoke_key(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound("no such API key"))?;
-    if state.identity.revoke_api_key(id).await? {
-        let action = person.did(
-            address,
-            actions::API_KEY_REVOKED,
-            format!("api_key:{id}"),
-            json!({}),
-        );
-        state.audit.record(action).await;
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound("no such API key"))
-    }
+    let by = person.acting(address);
+    state.admin_actions.revoke_api_key(&by, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -197,20 +185,11 @@ async fn create_user(
     address: ClientAddress,
     AppJson(body): AppJson<CreateUserRequest>,
 ) -> ApiResult<Response> {
-    let username = Username::try_from(body.username)
-        .map_err(|e| ApiError::bad_request("invalid_username", e.to_string()))?;
-    let role = body
-        .role
-        .parse::<Role>()
-        .map_err(|e| ApiError::bad_request("invalid_role", e.to_string()))?;
+    let by = person.acting(address);
     let user = state
-        .identity
-        .create_user(username, role, &body.password)
+        .admin_actions
+        .create_user(&by, body.username, &body.role, &body.password)
         .await?;
-    let subject = format!("user:{}", user.username);
-    let detail = json!({ "role": user.role });
-    let action = person.did(address, actions::USER_CREATED, subject, detail);
-    state.audit.record(action).await;
     Ok((StatusCode::CREATED, AppJson(CreatedUser { user })).into_response())
 }
 
@@ -232,4 +211,21 @@ async fn create_user(
 async fn list_users(State(state): State<AppState>, _admin: Admin) -> ApiResult<AppJson<UserList>> {
     let users = state.identity.list_users().await?;
     Ok(AppJson(UserList { users }))
+}
+
+impl From<AdminError> for ApiError {
+    fn from(error: AdminError) -> Self {
+        match error {
+            AdminError::InvalidNamespace(message) => {
+                ApiError::bad_request("invalid_namespace", message)
+            }
+            AdminError::InvalidUsername(message) => {
+                ApiError::bad_request("invalid_username", message)
+            }
+            AdminError::InvalidRole(message) => ApiError::bad_request("invalid_role", message),
+            AdminError::NoSuchKey => ApiError::NotFound("no such API key"),
+            AdminError::Identity(error) => error.into(),
+            AdminError::Ledger(error) => error.into(),
+        }
+    }
 }

@@ -1,15 +1,14 @@
 //! The audit of people over REST: where a request came from (`ClientAddress`), how a
-//! person's action is written down (`Person::did`), and the log itself, `GET /v1/audit`
+//! person acting is handed to the shared actions (`Person::acting`), and the log itself, `GET /v1/audit`
 //! (admin only; an extension of the contract).
 
-use app::audit::{person_actor, AuditEvent, PersonAction};
+use app::audit::AuditEvent;
 use app::domain::Permission;
 use axum::extract::{ConnectInfo, FromRequestParts, Query, State};
 use axum::http::request::Parts;
 use axum::routing::get;
 use axum::Router;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 
@@ -38,20 +37,11 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
 }
 
 impl Person {
-    /// This person's action, from this address, for the audit log.
-    pub fn did(
-        &self,
-        address: ClientAddress,
-        action: &'static str,
-        subject: String,
-        detail: Value,
-    ) -> PersonAction {
-        PersonAction {
-            actor: person_actor(&self.0.username),
+    /// This person acting from this address, as the shared actions take them.
+    pub fn acting(&self, address: ClientAddress) -> app::people_actions::Acting {
+        app::people_actions::Acting {
+            person: self.0.clone(),
             address: address.0,
-            action,
-            subject,
-            detail,
         }
     }
 }

@@ -1,6 +1,5 @@
 //! `/v1/tools`: the registry of tools and the promise idem keeps for each.
 
-use app::audit::actions;
 use app::domain::{Permission, ToolName, ToolPolicy};
 use app::ledger::RegisteredTool;
 use axum::extract::{Path, State};
@@ -8,7 +7,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::audit::ClientAddress;
 use super::auth::{Admin, Caller};
@@ -164,10 +163,10 @@ async fn register(
 ) -> ApiResult<AppJson<ToolBody>> {
     let policy: ToolPolicy = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request("invalid_tool_policy", e.to_string()))?;
-    let tool = state.ledger.put_tool(&name, policy).await?;
-    let subject = format!("tool:{}", tool.name);
-    let detail = json!({ "policy": tool.policy });
-    let action = person.did(address, actions::TOOL_REGISTERED, subject, detail);
-    state.audit.record(action).await;
+    let by = person.acting(address);
+    let tool = state
+        .admin_actions
+        .register_tool(&by, &name, policy)
+        .await?;
     Ok(AppJson(ToolBody { tool: tool.into() }))
 }

@@ -108,21 +108,28 @@ mod browser {
         let opened = Rc::new(Cell::new(false));
         Effect::new(move |_| {
             if live.wanted.get() && !opened.replace(true) {
-                open(live, dirty.clone());
+                open(live, dirty.clone(), Rc::new(Cell::new(false)));
             }
         });
     }
 
-    fn open(live: Live, dirty: Rc<Cell<bool>>) {
+    fn open(live: Live, dirty: Rc<Cell<bool>>, opened_before: Rc<Cell<bool>>) {
         let Ok(source) = EventSource::new(STREAM) else {
             live.connected.set(false);
             return;
         };
-        let on_open = Closure::<dyn FnMut()>::new(move || {
-            live.connected.set(true);
-            // Whatever changed while the stream was down is fetched now.
-            live.version.update(|version| *version += 1);
-        });
+        let on_open = {
+            let (dirty, opened_before) = (dirty.clone(), opened_before.clone());
+            Closure::<dyn FnMut()>::new(move || {
+                live.connected.set(true);
+                // Whatever changed while the stream was down is fetched now, at the next
+                // tick. Not on the first opening: the page was just drawn from fresh data,
+                // and refetching while it hydrates would redraw it under the browser's feet.
+                if opened_before.replace(true) {
+                    dirty.set(true);
+                }
+            })
+        };
         let on_change = {
             let dirty = dirty.clone();
             Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |_| dirty.set(true))
@@ -132,8 +139,8 @@ mod browser {
             Closure::<dyn FnMut()>::new(move || {
                 live.connected.set(false);
                 if source.ready_state() == EventSource::CLOSED {
-                    let dirty = dirty.clone();
-                    set_timeout(move || open(live, dirty), REOPEN_AFTER);
+                    let (dirty, opened_before) = (dirty.clone(), opened_before.clone());
+                    set_timeout(move || open(live, dirty, opened_before), REOPEN_AFTER);
                 }
             })
         };

@@ -1,13 +1,219 @@
+//! Administration (admins only): people and API keys. A new key is shown exactly once.
+
 use leptos::prelude::*;
 
-use crate::components::Frame;
+use crate::components::{
+    use_viewer, ConfirmButton, CopyText, EmptyState, ErrorNote, Frame, RelativeTime,
+};
+use crate::domain::{ApiKeyInfo, Permission, Role, UserInfo};
+use crate::server_fns::{list_api_keys, list_users, CreateApiKey, CreateUser, RevokeApiKey};
 
-/// Placeholder until the page lands (issue #6).
 #[component]
 pub fn AdminPage() -> impl IntoView {
     view! {
         <Frame>
             <h1>"Admin"</h1>
+            <AdminOnly />
         </Frame>
+    }
+}
+
+#[component]
+fn AdminOnly() -> impl IntoView {
+    if use_viewer().may(Permission::Administer) {
+        view! {
+            <Users />
+            <ApiKeys />
+        }
+        .into_any()
+    } else {
+        view! {
+            <p class="error" role="alert">
+                "Your role does not allow this: only admins manage people and API keys."
+            </p>
+        }
+        .into_any()
+    }
+}
+
+#[component]
+fn Users() -> impl IntoView {
+    let create = ServerAction::<CreateUser>::new();
+    let users = Resource::new(move || create.version().get(), |_| list_users());
+    let created = move || create.value().get();
+
+    view! {
+        <section class="admin-section" aria-labelledby="users-title">
+            <h2 id="users-title">"People"</h2>
+            <ActionForm action=create attr:class="card inline-form" attr:aria-label="Create a person">
+                <label>"Username" <input name="username" autocomplete="off" required /></label>
+                <label>
+                    "Role"
+                    <select name="role">
+                        {Role::ALL
+                            .into_iter()
+                            .map(|role| view! { <option value=role.as_str() selected=role == Role::Viewer>{role.as_str()}</option> })
+                            .collect_view()}
+                    </select>
+                </label>
+                <label>"Password" <input type="password" name="password" autocomplete="new-password" required /></label>
+                <button type="submit" disabled=move || create.pending().get()>"Create person"</button>
+            </ActionForm>
+            {move || match created() {
+                Some(Ok(user)) => view! {
+                    <p class="ok" role="status">{format!("Created {} ({}).", user.username, user.role)}</p>
+                }.into_any(),
+                Some(Err(error)) => view! { <ErrorNote error /> }.into_any(),
+                None => ().into_any(),
+            }}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match users.await {
+                        Ok(users) => view! { <UserTable users /> }.into_any(),
+                        Err(error) => view! { <ErrorNote error /> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn UserTable(users: Vec<UserInfo>) -> impl IntoView {
+    view! {
+        <div class="table-wrap">
+            <table class="users">
+                <thead>
+                    <tr>
+                        <th scope="col">"Username"</th>
+                        <th scope="col">"Role"</th>
+                        <th scope="col">"Created"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {users
+                        .into_iter()
+                        .map(|user| view! {
+                            <tr data-user=user.username.to_string()>
+                                <th scope="row">{user.username.to_string()}</th>
+                                <td><span class="badge">{user.role.as_str()}</span></td>
+                                <td><RelativeTime at=user.created_at /></td>
+                            </tr>
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+#[component]
+fn ApiKeys() -> impl IntoView {
+    let create = ServerAction::<CreateApiKey>::new();
+    let revoke = ServerAction::<RevokeApiKey>::new();
+    let keys = Resource::new(
+        move || (create.version().get(), revoke.version().get()),
+        |_| list_api_keys(),
+    );
+    let create_error = move || create.value().get().and_then(Result::err);
+    let revoke_error = move || revoke.value().get().and_then(Result::err);
+
+    view! {
+        <section class="admin-section" aria-labelledby="keys-title">
+            <h2 id="keys-title">"API keys"</h2>
+            <ActionForm action=create attr:class="card inline-form" attr:aria-label="Create an API key">
+                <label>"Namespace" <input name="namespace" autocomplete="off" required /></label>
+                <label>"Key name" <input name="name" autocomplete="off" /></label>
+                <button type="submit" disabled=move || create.pending().get()>"Create key"</button>
+            </ActionForm>
+            {move || create_error().map(|error| view! { <ErrorNote error /> })}
+            // The key lives only in this page's memory: a reload forgets it.
+            {move || create.value().get().and_then(Result::ok).map(|created| view! {
+                <div class="new-key" role="status" aria-label="New API key">
+                    <p>
+                        <strong>{format!("The key for {}:", created.api_key.namespace)}</strong>
+                    </p>
+                    <CopyText text=created.key label="API key" />
+                    <p class="warn-note">"Copy it now: it cannot be shown again."</p>
+                </div>
+            })}
+            {move || revoke_error().map(|error| view! { <ErrorNote error /> })}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match keys.await {
+                        Ok(keys) if keys.is_empty() => view! {
+                            <EmptyState title="No API keys yet.">
+                                "Create one per agent namespace; the agent sends it as Authorization: Bearer …"
+                            </EmptyState>
+                        }.into_any(),
+                        Ok(keys) => view! { <KeyTable keys revoke /> }.into_any(),
+                        Err(error) => view! { <ErrorNote error /> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn KeyTable(keys: Vec<ApiKeyInfo>, revoke: ServerAction<RevokeApiKey>) -> impl IntoView {
+    view! {
+        <div class="table-wrap">
+            <table class="api-keys">
+                <thead>
+                    <tr>
+                        <th scope="col">"Name"</th>
+                        <th scope="col">"Namespace"</th>
+                        <th scope="col">"Prefix"</th>
+                        <th scope="col">"Created"</th>
+                        <th scope="col">"Last used"</th>
+                        <th scope="col">"Revoked"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {keys.into_iter().map(|key| view! { <KeyRow key revoke /> }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+#[component]
+fn KeyRow(key: ApiKeyInfo, revoke: ServerAction<RevokeApiKey>) -> impl IntoView {
+    let id = key.id;
+    let on_revoke = Callback::new(move |_reason: String| {
+        revoke.dispatch(RevokeApiKey { id });
+    });
+    let name = if key.name.is_empty() {
+        "—".to_owned()
+    } else {
+        key.name.clone()
+    };
+    view! {
+        <tr data-prefix=key.prefix.clone() class:revoked=key.revoked_at.is_some()>
+            <th scope="row">{name}</th>
+            <td>{key.namespace.to_string()}</td>
+            <td><code>{key.prefix.clone()}</code></td>
+            <td><RelativeTime at=key.created_at /></td>
+            <td>
+                {match key.last_used_at {
+                    Some(at) => view! { <RelativeTime at /> }.into_any(),
+                    None => view! { <span class="muted">"never"</span> }.into_any(),
+                }}
+            </td>
+            <td>
+                {match key.revoked_at {
+                    Some(at) => view! { <span class="badge status-rejected">"revoked"</span>" "<RelativeTime at /> }.into_any(),
+                    None => view! {
+                        <ConfirmButton
+                            label="Revoke"
+                            question=format!("Revoke the key {}? Agents using it are refused at once.", key.prefix)
+                            on_confirm=on_revoke
+                            danger=true
+                        />
+                    }.into_any(),
+                }}
+            </td>
+        </tr>
     }
 }

@@ -1,13 +1,288 @@
+//! The tool registry: every tool with the promise idem keeps for it; admins register and edit
+//! tools here (the same path as `PUT /v1/tools/{name}`).
+
 use leptos::prelude::*;
 
-use crate::components::Frame;
+use crate::components::{
+    use_live, use_viewer, EffectBadge, EmptyState, ErrorNote, Frame, RelativeTime,
+};
+use crate::domain::Permission;
+use crate::server_fns::{
+    approval_name, guarantee_name, list_tools, RegisterTool, ToolForm, ToolView, EFFECTS,
+};
 
-/// Placeholder until the page lands (issue #6).
 #[component]
 pub fn ToolsPage() -> impl IntoView {
     view! {
         <Frame>
-            <h1>"Tools"</h1>
+            <Tools />
         </Frame>
+    }
+}
+
+#[component]
+fn Tools() -> impl IntoView {
+    let admin = use_viewer().may(Permission::Administer);
+    let live = use_live();
+    let register = ServerAction::<RegisterTool>::new();
+    let tools = Resource::new(
+        move || (live.version(), register.version().get()),
+        |_| list_tools(),
+    );
+    // The form being edited, if any: blank for a new tool, filled for an edit.
+    let editing = RwSignal::new(None::<ToolForm>);
+    let edit = Callback::new(move |form: ToolForm| editing.set(Some(form)));
+
+    view! {
+        <div class="heading-row">
+            <h1>"Tools"</h1>
+            <Show when=move || admin && editing.read().is_none()>
+                <button type="button" on:click=move |_| editing.set(Some(ToolForm::blank()))>
+                    "Register a tool"
+                </button>
+            </Show>
+        </div>
+        <Show when=move || admin>
+            <RegisteredNote register />
+            {move || editing.get().map(|form| view! { <ToolEditor form register editing /> })}
+        </Show>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match tools.await {
+                    Ok(tools) if tools.is_empty() => view! {
+                        <EmptyState title="No tools are registered.">
+                            "Unregistered tools are treated as non-idempotent writes. An admin registers a tool here or with PUT /v1/tools/{name}."
+                        </EmptyState>
+                    }.into_any(),
+                    Ok(tools) => view! { <ToolTable tools admin edit /> }.into_any(),
+                    Err(error) => view! { <ErrorNote error /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn RegisteredNote(register: ServerAction<RegisterTool>) -> impl IntoView {
+    move || {
+        register.value().get().and_then(Result::ok).map(|tool| {
+            view! { <p class="ok" role="status">{format!("Registered {}.", tool.name)}</p> }
+        })
+    }
+}
+
+#[component]
+fn ToolTable(tools: Vec<ToolView>, admin: bool, edit: Callback<ToolForm>) -> impl IntoView {
+    view! {
+        <div class="table-wrap">
+            <table class="tools">
+                <thead>
+                    <tr>
+                        <th scope="col">"Name"</th>
+                        <th scope="col">"Effect"</th>
+                        <th scope="col">"Guarantee"</th>
+                        <th scope="col">"Approval"</th>
+                        <th scope="col">"TTL"</th>
+                        <th scope="col">"Lease"</th>
+                        <th scope="col">"Fields"</th>
+                        <th scope="col">"Executor"</th>
+                        <th scope="col">"Updated"</th>
+                        <th scope="col"><span class="visually-hidden">"Actions"</span></th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {tools.into_iter().map(|tool| view! { <ToolRow tool admin edit /> }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+#[component]
+fn ToolRow(tool: ToolView, admin: bool, edit: Callback<ToolForm>) -> impl IntoView {
+    let policy = tool.policy.clone();
+    let form = ToolForm::of(&tool.name, &policy);
+    let name = tool.name.clone();
+    view! {
+        <tr data-tool=tool.name.clone()>
+            <th scope="row">{tool.name.clone()}</th>
+            <td><EffectBadge effect=policy.effect /></td>
+            <td><span class="badge guarantee">{guarantee_name(tool.guarantee).replace('_', " ")}</span></td>
+            <td>{approval_name(policy.approval)}</td>
+            <td>{seconds(policy.ttl_seconds)}</td>
+            <td>{seconds(policy.lease_seconds)}</td>
+            <td class="paths">
+                <Paths label="key" paths=policy.key_fields.clone() />
+                <Paths label="ignore" paths=policy.ignore_fields.clone() />
+                <Paths label="redact" paths=policy.redact_fields.clone() />
+            </td>
+            <td class="executor">
+                {match policy.executor.clone() {
+                    Some(executor) => view! {
+                        <code>{executor.url}</code>
+                        {executor.reconcile_url.map(|url| view! { <br /><span class="muted">"reconcile "</span><code>{url}</code> })}
+                        <br />
+                        <span class="muted">
+                            {format!("timeout {} ms", executor.timeout_ms)}
+                            {executor.provider_dedupes.then_some(" · provider dedupes")}
+                        </span>
+                    }.into_any(),
+                    None => view! { <span class="muted">"run by the agent"</span> }.into_any(),
+                }}
+            </td>
+            <td><RelativeTime at=tool.updated_at /></td>
+            <td>
+                <Show when=move || admin>
+                    <button
+                        type="button"
+                        class="secondary"
+                        aria-label=format!("Edit {name}")
+                        on:click={
+                            let form = form.clone();
+                            move |_| edit.run(form.clone())
+                        }
+                    >
+                        "Edit"
+                    </button>
+                </Show>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+fn Paths(label: &'static str, paths: Vec<String>) -> impl IntoView {
+    (!paths.is_empty()).then(|| {
+        view! {
+            <span class="path-list">
+                <span class="muted">{label}": "</span>
+                <code>{paths.join(", ")}</code>
+            </span>
+        }
+    })
+}
+
+fn seconds(value: u32) -> String {
+    match value {
+        v if v >= 86_400 && v % 86_400 == 0 => format!("{} d", v / 86_400),
+        v if v >= 3_600 && v % 3_600 == 0 => format!("{} h", v / 3_600),
+        v if v >= 60 && v % 60 == 0 => format!("{} min", v / 60),
+        v => format!("{v} s"),
+    }
+}
+
+/// The registration form; the server checks it and answers with its message.
+#[component]
+fn ToolEditor(
+    form: ToolForm,
+    register: ServerAction<RegisterTool>,
+    editing: RwSignal<Option<ToolForm>>,
+) -> impl IntoView {
+    let is_new = form.name.is_empty();
+    let draft = RwSignal::new(form);
+    // Only answers to this form's submissions count, not an earlier form's.
+    let opened_at = register.version().get_untracked();
+    let answered = move || register.version().get() > opened_at;
+    let error = move || {
+        answered()
+            .then(|| register.value().get())
+            .flatten()
+            .and_then(Result::err)
+    };
+    // A successful registration closes the form.
+    Effect::new(move |_| {
+        if answered() && matches!(register.value().get(), Some(Ok(_))) {
+            editing.set(None);
+        }
+    });
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        register.dispatch(RegisterTool { form: draft.get() });
+    };
+    let title = if is_new {
+        "Register a tool"
+    } else {
+        "Edit tool"
+    };
+
+    view! {
+        <form class="card tool-form" aria-label=title on:submit=submit>
+            <h2>{title}</h2>
+            <div class="form-grid">
+                <TextField label="Name" draft field=|f| &mut f.name readonly=!is_new />
+                <label>
+                    "Effect"
+                    <select on:change=move |ev| draft.update(|f| f.effect = event_target_value(&ev))>
+                        {EFFECTS
+                            .iter()
+                            .map(|effect| {
+                                let name = effect.as_str();
+                                view! {
+                                    <option value=name selected=move || draft.read().effect == name>
+                                        {name}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                </label>
+                <label>
+                    "Approval"
+                    <select on:change=move |ev| draft.update(|f| f.approval = event_target_value(&ev))>
+                        {["auto", "always"]
+                            .into_iter()
+                            .map(|name| view! {
+                                <option value=name selected=move || draft.read().approval == name>
+                                    {name}
+                                </option>
+                            })
+                            .collect_view()}
+                    </select>
+                </label>
+                <TextField label="TTL (seconds)" draft field=|f| &mut f.ttl_seconds />
+                <TextField label="Lease (seconds)" draft field=|f| &mut f.lease_seconds />
+                <TextField label="Approval TTL (seconds)" draft field=|f| &mut f.approval_ttl_seconds />
+                <TextField label="Key fields" draft field=|f| &mut f.key_fields />
+                <TextField label="Ignore fields" draft field=|f| &mut f.ignore_fields />
+                <TextField label="Redact fields" draft field=|f| &mut f.redact_fields />
+                <TextField label="Executor URL" draft field=|f| &mut f.executor_url />
+                <TextField label="Reconcile URL" draft field=|f| &mut f.reconcile_url />
+                <TextField label="Timeout (ms)" draft field=|f| &mut f.timeout_ms />
+                <label class="check">
+                    <input
+                        type="checkbox"
+                        prop:checked=move || draft.read().provider_dedupes
+                        on:change=move |ev| draft.update(|f| f.provider_dedupes = event_target_checked(&ev))
+                    />
+                    "Provider dedupes by key"
+                </label>
+            </div>
+            <p class="muted">"Fields are dotted paths, separated by commas. Leave the executor URL empty when the agent runs the tool itself."</p>
+            {move || error().map(|error| view! { <ErrorNote error /> })}
+            <div class="buttons">
+                <button type="submit" disabled=move || register.pending().get()>"Save tool"</button>
+                <button type="button" class="secondary" on:click=move |_| editing.set(None)>"Cancel"</button>
+            </div>
+        </form>
+    }
+}
+
+/// A text input bound to one field of the draft.
+#[component]
+fn TextField(
+    label: &'static str,
+    draft: RwSignal<ToolForm>,
+    field: fn(&mut ToolForm) -> &mut String,
+    #[prop(optional)] readonly: bool,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <input
+                readonly=readonly
+                prop:value=move || draft.with(|f| field(&mut f.clone()).clone())
+                on:input=move |ev| draft.update(|f| *field(f) = event_target_value(&ev))
+            />
+        </label>
     }
 }

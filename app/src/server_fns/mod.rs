@@ -1,10 +1,23 @@
 //! Server functions: the UI's thin doors into the services. Each takes the service from the
 //! Leptos context (provided by the server at startup), calls it, and maps the error.
+//!
+//! Those that pages read take their services from the context before their first `.await`:
+//! server rendering may drop a pass of a page (and the owner holding the context) while its
+//! reads are still in flight, and a read that then failed would be sent to the browser as
+//! the data to hydrate with.
 
+mod admin;
+mod approvals;
 mod auth;
 mod operations;
 mod overview;
+mod tools;
 
+pub use admin::{
+    create_api_key, create_user, list_api_keys, list_users, revoke_api_key, CreateApiKey,
+    CreateUser, CreatedKeyView, ListApiKeys, ListUsers, RevokeApiKey,
+};
+pub use approvals::{approval_queue, ApprovalQueue, ApprovalRequest};
 pub use auth::{current_user, login, logout, CurrentUser, Login, Logout};
 pub use operations::{
     approve_operation, expire_operation, list_operations, read_operation, reconcile_operation,
@@ -13,6 +26,10 @@ pub use operations::{
     PAGE_SIZE,
 };
 pub use overview::{overview, Overview, WINDOWS};
+pub use tools::{
+    approval_name, guarantee_name, list_tools, register_tool, ListTools, RegisterTool, ToolForm,
+    ToolView, EFFECTS,
+};
 
 #[cfg(feature = "ssr")]
 mod context {
@@ -29,6 +46,22 @@ mod context {
     pub fn people_actions() -> Result<crate::people_actions::PeopleActions, UiError> {
         use_context::<crate::people_actions::PeopleActions>()
             .ok_or_else(|| missing("PeopleActions"))
+    }
+
+    /// Admins' actions (tools, people, API keys), provided by the server for every request.
+    pub fn admin_actions() -> Result<crate::admin_actions::AdminActions, UiError> {
+        use_context::<crate::admin_actions::AdminActions>().ok_or_else(|| missing("AdminActions"))
+    }
+
+    /// The signed-in person, if their role allows `permission`, as the shared actions take
+    /// them.
+    pub async fn acting(
+        permission: crate::domain::Permission,
+    ) -> Result<crate::people_actions::Acting, UiError> {
+        Ok(crate::people_actions::Acting {
+            person: person_who_may(permission).await?,
+            address: client_address(),
+        })
     }
 
     /// The metrics reader, provided by the server for every request.

@@ -10,7 +10,7 @@ use crate::views::{OperationDetail, OperationRow};
 use crate::UiError;
 
 #[cfg(feature = "ssr")]
-use super::context::{answer_with_status, client_address, ledger, people_actions, person_who_may};
+use super::context::{acting, answer_with_status, ledger, people_actions, person_who_may};
 #[cfg(feature = "ssr")]
 use crate::domain::Permission;
 
@@ -41,6 +41,7 @@ pub async fn list_operations(
     use crate::domain::{Namespace, OperationStatus, ToolName};
     use crate::ledger::OperationFilter;
 
+    let ledger = ledger()?;
     person_who_may(Permission::Read).await?;
     let given = |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
     let invalid = |error: String| answer_with_status(UiError::Invalid(error));
@@ -67,7 +68,7 @@ pub async fn list_operations(
                 invalid("the page cursor is not valid; start from the first page".into())
             })?,
     };
-    let (operations, more) = ledger()?
+    let (operations, more) = ledger
         .list(&filter, PAGE_SIZE)
         .await
         .map_err(answer_with_status)?;
@@ -81,8 +82,8 @@ pub async fn list_operations(
 /// One operation with its audit trail.
 #[server(prefix = "/api", endpoint = "operation")]
 pub async fn read_operation(id: Uuid) -> Result<OperationDetail, UiError> {
-    person_who_may(Permission::Read).await?;
     let ledger = ledger()?;
+    person_who_may(Permission::Read).await?;
     let operation = ledger
         .operation(None, id)
         .await
@@ -161,15 +162,6 @@ pub async fn expire_operation(id: Uuid, reason: Option<String>) -> Result<Operat
         .await
         .map_err(answer_with_status)?;
     Ok(OperationRow::from(&operation))
-}
-
-/// The signed-in person, if their role allows `permission`, as the actions take them.
-#[cfg(feature = "ssr")]
-async fn acting(permission: Permission) -> Result<crate::people_actions::Acting, UiError> {
-    Ok(crate::people_actions::Acting {
-        person: person_who_may(permission).await?,
-        address: client_address(),
-    })
 }
 
 /// A JSON text typed by a person; empty means none.

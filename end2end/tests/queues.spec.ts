@@ -1,0 +1,154 @@
+// The queues people work through: approvals (approve and reject inline, a new request appears
+// without reloading) and unknowns (bulk reconcile); and what a viewer is not offered.
+import { expect, test, type Page } from '@playwright/test';
+import { randomUUID } from 'node:crypto';
+import { consoleErrors, openLive } from './pages';
+import {
+  agentApi,
+  createPerson,
+  registerTool,
+  sandboxEffects,
+  sandboxFault,
+  sandboxURL,
+  screenshot,
+  signIn,
+  unique,
+  type Role,
+} from './support';
+
+/** Signs a new person of `role` in and opens `path`. The overview, where signing in lands,
+ * is another page's business: the console is watched from `path` on. */
+async function openAs(page: Page, role: Role, path: string): Promise<string[]> {
+  const person = await createPerson(role);
+  await signIn(page, person.username, person.password);
+  await openLive(page, path);
+  return consoleErrors(page);
+}
+
+/** Marks the window: a reload would wipe the mark. */
+async function markWindow(page: Page) {
+  await page.evaluate(() => ((window as unknown as { stillHere: boolean }).stillHere = true));
+}
+
+async function windowKept(page: Page) {
+  expect(await page.evaluate(() => (window as unknown as { stillHere?: boolean }).stillHere)).toBe(true);
+}
+
+/** An irreversible tool and an agent that asks to run it. */
+async function approvalSetup() {
+  const tool = unique('deploy');
+  await registerTool(tool, { effect: 'irreversible' });
+  const agent = await agentApi();
+  const key = unique('approval-key');
+  const claim = () =>
+    agent.api.post('/v1/operations', {
+      data: { tool, key, args: { service: 'checkout', version: '1.4.2' }, run_id: 'run-e2e', step: 3 },
+    });
+  return { tool, key, claim, agent };
+}
+
+test('a new request appears without reload, and approving it lets the agent run', async ({ page }) => {
+  const { tool, key, claim, agent } = await approvalSetup();
+  const errors = await openAs(page, 'approver', '/approvals');
+  await expect(page.getByRole('heading', { name: 'Approvals' })).toBeVisible();
+  await markWindow(page);
+
+  const asked = await claim();
+  expect(asked.status(), await asked.text()).toBe(202);
+
+  const card = page.getByRole('listitem').filter({ hasText: key });
+  await expect(card).toBeVisible({ timeout: 15_000 });
+  await expect(card).toContainText(tool);
+  await expect(card).toContainText('irreversible');
+  await expect(card).toContainText(agent.namespace);
+  await expect(card).toContainText('run-e2e · step 3');
+  await expect(card.getByText('checkout')).toBeVisible();
+  await screenshot(page, 'queues-approval');
+
+  await card.getByRole('button', { name: 'Approve' }).click();
+  await card.getByRole('button', { name: 'Confirm: Approve' }).click();
+  await expect(card).toHaveCount(0, { timeout: 15_000 });
+  await windowKept(page);
+
+  const run = await claim();
+  expect(run.status(), await run.text()).toBe(201);
+  const body = await run.json();
+  expect(body.operation.status).toBe('pending');
+  expect(body.lease.token).toBeTruthy();
+  expect(errors).toEqual([]);
+});
+
+test('rejecting with a reason tells the agent', async ({ page }) => {
+  const { key, claim } = await approvalSetup();
+  expect((await claim()).status()).toBe(202);
+  const errors = await openAs(page, 'approver', '/approvals');
+
+  const card = page.getByRole('listitem').filter({ hasText: key });
+  await card.getByRole('button', { name: 'Reject' }).click();
+  const confirm = card.getByRole('button', { name: 'Confirm: Reject' });
+  await expect(confirm).toBeDisabled();
+  await card.getByLabel('Reason (required)').fill('not during the freeze');
+  await confirm.click();
+  await expect(card).toHaveCount(0, { timeout: 15_000 });
+
+  const answer = await claim();
+  expect(answer.status(), await answer.text()).toBe(200);
+  const body = await answer.json();
+  expect(body.operation.status).toBe('rejected');
+  expect(body.note).toContain('not during the freeze');
+  expect(errors).toEqual([]);
+});
+
+test('an operator reconciles the selected unknowns in one go', async ({ page }) => {
+  const tool = unique('refund');
+  await registerTool(tool, {
+    executor: {
+      url: `${sandboxURL}/actions/${tool}`,
+      reconcile_url: `${sandboxURL}/actions/${tool}/lookup`,
+      timeout_ms: 20000,
+    },
+  });
+  const agent = await agentApi();
+  const keys = [unique('lost-1'), unique('lost-2')];
+  for (const key of keys) {
+    await sandboxFault({ fault: 'drop_after_commit', key });
+    await agent.api.post(`/v1/tools/${tool}/invoke`, { data: { key, args: { amount_cents: 500 } } });
+  }
+
+  const errors = await openAs(page, 'operator', '/unknowns');
+  for (const key of keys) {
+    const row = page.getByRole('row').filter({ hasText: key });
+    await expect(row.getByText('unknown', { exact: true })).toBeVisible();
+    await row.getByRole('checkbox', { name: `Select ${key}` }).check();
+  }
+  await screenshot(page, 'queues-unknowns');
+  await page.getByRole('button', { name: 'Reconcile selected' }).click();
+  await page.getByRole('button', { name: 'Confirm: Reconcile selected' }).click();
+
+  const results = page.getByRole('status', { name: 'Reconciliation results' });
+  for (const key of keys) {
+    await expect(results.getByRole('listitem').filter({ hasText: key })).toContainText('settled: succeeded');
+    await expect(page.getByRole('row').filter({ hasText: key })).toHaveCount(0);
+    expect(await sandboxEffects(key)).toBe(1);
+  }
+  expect(errors).toEqual([]);
+});
+
+test('a viewer is offered no actions, and a forged one is refused', async ({ page }) => {
+  const { key, claim } = await approvalSetup();
+  expect((await claim()).status()).toBe(202);
+  const errors = await openAs(page, 'viewer', '/approvals');
+  const card = page.getByRole('listitem').filter({ hasText: key });
+  await expect(card).toBeVisible();
+  await expect(card.getByRole('button', { name: 'Approve' })).toHaveCount(0);
+  await expect(card.getByRole('button', { name: 'Reject' })).toHaveCount(0);
+
+  await openLive(page, '/unknowns');
+  await expect(page.getByRole('heading', { name: 'Unknowns' })).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Reconcile selected' })).toHaveCount(0);
+  await expect(page.getByRole('checkbox')).toHaveCount(0);
+
+  const forged = await page.request.post('/api/reconcile', { form: { id: randomUUID() } });
+  expect(forged.status()).toBe(403);
+  expect(errors).toEqual([]);
+});
