@@ -3,6 +3,7 @@
 // The pages that use every piece land in this same session (issue #6); until then, unused.
 #![allow(dead_code, unused_imports)]
 
+mod actions;
 mod badges;
 mod confirm;
 mod copy;
@@ -12,6 +13,7 @@ mod live;
 mod notice;
 mod time;
 
+pub use actions::{ActionsState, OperationActions};
 pub use badges::{EffectBadge, StatusBadge};
 pub use confirm::{ConfirmButton, Reason};
 pub use copy::CopyText;
