@@ -64,6 +64,7 @@ test('operations filter by namespace and status, keep the filter in the URL, and
   await page.getByRole('button', { name: 'Filter' }).click();
   await expect(rows).toHaveCount(1);
   await expect(rows.first()).toContainText(keys[0]);
+  await screenshot(page, 'operations');
 
   await rows.first().getByRole('link', { name: tool }).click();
   await expect(page).toHaveURL(new RegExp(`/operations/${done.operation.id}$`));
@@ -76,10 +77,38 @@ test('operations filter by namespace and status, keep the filter in the URL, and
   const timeline = page.locator('ol.timeline li');
   await expect(timeline.first()).toHaveAttribute('data-kind', 'claimed');
   await expect(page.locator('ol.timeline li[data-kind="completed"]')).toHaveCount(1);
-  await screenshot(page, 'operations');
+  await screenshot(page, 'operation-detail');
 
   await page.getByRole('link', { name: '← All operations' }).click();
   await expect(page).toHaveURL(/\/operations$/);
+  expect(errors).toEqual([]);
+  await api.dispose();
+});
+
+test('older pages follow the newest, with the filter kept', async ({ page }) => {
+  const errors = consoleErrors(page);
+  const { api, namespace } = await agentApi();
+  const tool = unique('page');
+  // One page is 50 rows; 52 operations make a second page of 2.
+  for (let n = 0; n < 52; n++) {
+    const answer = await api.post('/v1/operations', { data: { tool, key: `${tool}-${n}`, args: { n } } });
+    expect(answer.status(), await answer.text()).toBe(201);
+  }
+  await signIn(page, admin.username, admin.password);
+  await openHydrated(page, `/operations?namespace=${namespace}`);
+  const rows = page.locator('table.operations tbody tr');
+  await expect(rows).toHaveCount(50);
+  await expect(rows.first()).toContainText(`${tool}-51`);
+
+  await page.getByRole('link', { name: 'Older →' }).click();
+  await expect(page).toHaveURL(new RegExp(`namespace=${namespace}.*cursor=`));
+  await expect(rows).toHaveCount(2);
+  await expect(rows.last()).toContainText(`${tool}-0`);
+  await expect(page.getByRole('link', { name: 'Older →' })).toHaveCount(0);
+
+  await page.getByRole('link', { name: '← Newest' }).click();
+  await expect(page).toHaveURL(new RegExp(`/operations\\?namespace=${namespace}$`));
+  await expect(rows).toHaveCount(50);
   expect(errors).toEqual([]);
   await api.dispose();
 });

@@ -10,6 +10,7 @@ use crate::components::{
     use_live, ActionsState, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList, Frame,
     JsonView, OperationActions, RelativeTime, StatusBadge,
 };
+use crate::domain::OperationStatus;
 use crate::server_fns::read_operation;
 use crate::views::{EventView, OperationDetail};
 use crate::UiError;
@@ -113,6 +114,10 @@ fn or_dash(text: Option<String>) -> String {
 #[component]
 fn Facts(detail: OperationDetail) -> impl IntoView {
     let row = detail.row;
+    // A settled operation keeps its last lease on record; it no longer means anything.
+    let lease = detail
+        .lease_expires_at
+        .filter(|_| row.status == OperationStatus::Pending);
     let run = or_dash(row.run_id);
     let step = row.step.map_or("—".to_owned(), |s| s.to_string());
     let reconcile = if detail.reconcile_attempts == 0 && detail.next_reconcile_at.is_none() {
@@ -153,9 +158,14 @@ fn Facts(detail: OperationDetail) -> impl IntoView {
             <dt>"Expires"</dt>
             <dd><RelativeTime at=detail.expires_at /></dd>
             <dt>"Lease expires"</dt>
-            <dd>{maybe_time(detail.lease_expires_at)}</dd>
+            <dd>{maybe_time(lease)}</dd>
             <dt>"Provider reference"</dt>
-            <dd>{detail.provider_ref.map(|r| view! { <CopyText text=r label="provider reference" /> })}</dd>
+            <dd>
+                {match detail.provider_ref {
+                    Some(text) => view! { <CopyText text label="provider reference" /> }.into_any(),
+                    None => view! { <span class="muted">"—"</span> }.into_any(),
+                }}
+            </dd>
             <dt>"Approval"</dt>
             <dd><Approval detail_approval=detail.approval expires=detail.approval_expires_at /></dd>
             <dt>"Reconciliation"</dt>
