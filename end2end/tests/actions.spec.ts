@@ -148,12 +148,11 @@ test('an operator reconciles an unknown operation and sees it succeed without re
   await api.dispose();
 });
 
-test('an operator resolves a pending operation by hand, and the reason is in the timeline', async ({ page }) => {
+test('an operator resolves a pending operation by hand, then force-expires its key', async ({ page }) => {
   const errors = consoleErrors(page);
   const { api } = await agentApi();
-  const claimed = await api.post('/v1/operations', {
-    data: { tool: unique('email'), key: unique('email-key'), args: { to: 'a@example.com' } },
-  });
+  const claim = { tool: unique('email'), key: unique('email-key'), args: { to: 'a@example.com' } };
+  const claimed = await api.post('/v1/operations', { data: claim });
   expect(claimed.status(), await claimed.text()).toBe(201);
   const id = (await claimed.json()).operation.id;
 
@@ -172,6 +171,15 @@ test('an operator resolves a pending operation by hand, and the reason is in the
   await expect(resolved).toContainText('the provider dashboard shows it was sent');
   await expect(page.getByText('m-42')).toBeVisible();
   await screenshot(page, 'actions-resolve');
+
+  // Force-expire ends the key's life: the agent's next claim starts a new operation.
+  await page.getByRole('button', { name: 'Force-expire' }).click();
+  await page.getByLabel('Reason (required)').fill('the customer asked for a second email');
+  await page.getByRole('button', { name: 'Confirm: Force-expire' }).click();
+  await expect(page.locator('ol.timeline li[data-kind="expired"]')).toContainText('the customer asked for a second email');
+  const fresh = await api.post('/v1/operations', { data: claim });
+  expect(fresh.status(), await fresh.text()).toBe(201);
+  expect((await fresh.json()).operation.id).not.toBe(id);
   expect(errors).toEqual([]);
   await api.dispose();
 });
