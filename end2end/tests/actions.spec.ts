@@ -38,6 +38,12 @@ async function signInAs(page: Page, role: Role) {
   return person;
 }
 
+/** Opens an operation's page once its buttons work (its content hydrates after the document). */
+async function openOperation(page: Page, id: string) {
+  await openHydrated(page, `/operations/${id}`);
+  await expect(page.locator('[data-interactive="true"]')).toBeVisible();
+}
+
 /** The status badge in the page's heading. */
 function badge(page: Page) {
   return page.locator('h1 [data-status]');
@@ -60,7 +66,7 @@ test('an approver approves, and the agent\'s next claim gets a lease', async ({ 
   const errors = consoleErrors(page);
   const { api, claim, id } = await awaitingApproval();
   const approver = await signInAs(page, 'approver');
-  await openHydrated(page, `/operations/${id}`);
+  await openOperation(page, id);
   await expect(badge(page)).toHaveText('awaiting approval');
   await expect(page.getByRole('button', { name: 'Reconcile now' })).toHaveCount(0);
 
@@ -87,7 +93,7 @@ test('an approver rejects with a reason, and the agent\'s claim gets the rejecti
   const errors = consoleErrors(page);
   const { api, claim, id } = await awaitingApproval();
   await signInAs(page, 'approver');
-  await openHydrated(page, `/operations/${id}`);
+  await openOperation(page, id);
 
   await page.getByRole('button', { name: 'Reject', exact: true }).click();
   const confirm = page.getByRole('button', { name: 'Confirm: Reject' });
@@ -129,7 +135,7 @@ test('an operator reconciles an unknown operation and sees it succeed without re
   const id = body.operation.id;
 
   await signInAs(page, 'operator');
-  await openHydrated(page, `/operations/${id}`);
+  await openOperation(page, id);
   await expect(badge(page)).toHaveText('unknown');
   // A full page load would wipe this marker; the badge must change in place.
   await page.evaluate(() => ((window as unknown as { stillHere: boolean }).stillHere = true));
@@ -157,7 +163,7 @@ test('an operator resolves a pending operation by hand, then force-expires its k
   const id = (await claimed.json()).operation.id;
 
   await signInAs(page, 'operator');
-  await openHydrated(page, `/operations/${id}`);
+  await openOperation(page, id);
   await expect(badge(page)).toHaveText('pending');
   await page.getByRole('button', { name: 'Resolve…' }).click();
   await page.getByLabel('Outcome').selectOption('succeeded');
@@ -191,7 +197,7 @@ test('a refused action shows the server message', async ({ page }) => {
   // Without the change stream this page cannot catch up with the decision below, so the
   // click lands on a stale page, as it would on a slow connection.
   await page.route('**/v1/operations/changes', (route) => route.abort());
-  await openHydrated(page, `/operations/${id}`);
+  await openOperation(page, id);
   await page.getByRole('button', { name: 'Approve', exact: true }).click();
   // Someone else decides first.
   const admin = await adminApi();
@@ -210,7 +216,7 @@ test('a viewer sees no actions, and forged approvals are refused with 403', asyn
   const errors = consoleErrors(page);
   const { api, id } = await awaitingApproval();
   await signInAs(page, 'viewer');
-  await openHydrated(page, `/operations/${id}`);
+  await openOperation(page, id);
   await expect(badge(page)).toHaveText('awaiting approval');
   for (const name of ['Approve', 'Reject', 'Reconcile now', 'Resolve…', 'Force-expire']) {
     await expect(page.getByRole('button', { name, exact: true })).toHaveCount(0);

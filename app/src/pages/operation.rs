@@ -73,8 +73,12 @@ fn NoSuchOperation() -> impl IntoView {
 #[component]
 fn Detail(detail: OperationDetail, actions: ActionsState) -> impl IntoView {
     let row = detail.row.clone();
+    // Set once this part is live in the browser: the page's content hydrates after the
+    // document (it waits for its data), and tests wait for this before they click.
+    let interactive = RwSignal::new(false);
+    Effect::new(move |_| interactive.set(true));
     view! {
-        <div class="heading-row">
+        <div class="heading-row" data-interactive=move || interactive.get().to_string()>
             <h1 class="operation-title">
                 {row.tool.clone()} " " <StatusBadge status=row.status />
             </h1>
