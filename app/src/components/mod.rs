@@ -19,6 +19,6 @@ pub use confirm::{ConfirmButton, Reason};
 pub use copy::CopyText;
 pub use frame::{use_viewer, Frame, Viewer};
 pub use json::{FieldList, JsonView};
-pub use live::{use_live, Live, LiveIndicator};
+pub use live::{use_live, Live, LiveGate, LiveIndicator};
 pub use notice::{EmptyState, ErrorNote};
 pub use time::{relative, use_now, Now, RelativeTime};

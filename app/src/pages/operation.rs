@@ -7,8 +7,8 @@ use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
 use crate::components::{
-    use_live, ActionsState, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList, Frame,
-    JsonView, OperationActions, RelativeTime, StatusBadge,
+    ActionsState, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList, Frame, JsonView,
+    LiveGate, OperationActions, RelativeTime, StatusBadge,
 };
 use crate::domain::OperationStatus;
 use crate::server_fns::read_operation;
@@ -33,7 +33,7 @@ fn Operation() -> impl IntoView {
             .get("id")
             .and_then(|id| id.parse::<Uuid>().ok())
     });
-    let live = use_live();
+    let live = LiveGate::new();
     let actions = ActionsState::new();
     // Refetched after each action too, so its effect shows even without the change stream.
     let operation = Resource::new(
@@ -49,8 +49,10 @@ fn Operation() -> impl IntoView {
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
-                match operation.await {
-                    Ok(Some(detail)) => view! { <Detail detail actions /> }.into_any(),
+                let answer = operation.await;
+                live.open_once_drawn();
+                match answer {
+                    Ok(Some(detail)) => view! { <Detail detail actions live /> }.into_any(),
                     Ok(None) | Err(UiError::NotFound(_)) => view! { <NoSuchOperation /> }.into_any(),
                     Err(error) => view! { <ErrorNote error /> }.into_any(),
                 }
@@ -71,14 +73,12 @@ fn NoSuchOperation() -> impl IntoView {
 }
 
 #[component]
-fn Detail(detail: OperationDetail, actions: ActionsState) -> impl IntoView {
+fn Detail(detail: OperationDetail, actions: ActionsState, live: LiveGate) -> impl IntoView {
     let row = detail.row.clone();
-    // Set once this part is live in the browser: the page's content hydrates after the
-    // document (it waits for its data), and tests wait for this before they click.
-    let interactive = RwSignal::new(false);
-    Effect::new(move |_| interactive.set(true));
     view! {
-        <div class="heading-row" data-interactive=move || interactive.get().to_string()>
+        // The content hydrates after the document (it waits for its data): tests wait for
+        // this before they click.
+        <div class="heading-row" data-interactive=move || live.is_open().to_string()>
             <h1 class="operation-title">
                 {row.tool.clone()} " " <StatusBadge status=row.status />
             </h1>

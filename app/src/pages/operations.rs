@@ -6,7 +6,7 @@ use leptos_router::components::{Form, A};
 use leptos_router::hooks::use_query_map;
 
 use crate::components::{
-    use_live, use_now, CopyText, EffectBadge, EmptyState, ErrorNote, Frame, RelativeTime,
+    use_now, CopyText, EffectBadge, EmptyState, ErrorNote, Frame, LiveGate, RelativeTime,
     StatusBadge,
 };
 use crate::domain::OperationStatus;
@@ -109,7 +109,7 @@ fn Operations() -> impl IntoView {
         OperationsFilter::from_query(|name| query.get(name))
     });
     let cursor = Memo::new(move |_| query.read().get("cursor").filter(|c| !c.is_empty()));
-    let live = use_live();
+    let live = LiveGate::new();
     let page = Resource::new(
         move || (filter.get(), cursor.get(), live.version()),
         |(filter, cursor, _)| {
@@ -132,7 +132,9 @@ fn Operations() -> impl IntoView {
         {move || view! { <FilterForm filter=filter.get() /> }}
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
-                match page.await {
+                let page = page.await;
+                live.open_once_drawn();
+                match page {
                     Ok(page) => {
                         view! { <Table page filter=filter.get_untracked() paged=cursor.get_untracked().is_some() /> }
                             .into_any()

@@ -16,6 +16,8 @@ pub const WINDOWS: [&str; 3] = ["1h", "24h", "7d"];
 pub async fn overview(window: String) -> Result<OverviewView, UiError> {
     use crate::domain::Permission;
 
+    // Taken before the first await: the context is not there once the fetch resumes.
+    let metrics = metrics()?;
     person_who_may(Permission::Read).await?;
     if !WINDOWS.contains(&window.as_str()) {
         return Err(answer_with_status(UiError::Invalid(format!(
@@ -23,13 +25,10 @@ pub async fn overview(window: String) -> Result<OverviewView, UiError> {
             WINDOWS.join(", ")
         ))));
     }
-    let report = metrics()?
-        .read(None, Some(&window))
-        .await
-        .map_err(|error| {
-            tracing::error!(%error, "metrics failed for the overview");
-            answer_with_status(UiError::Internal)
-        })?;
+    let report = metrics.read(None, Some(&window)).await.map_err(|error| {
+        tracing::error!(%error, "metrics failed for the overview");
+        answer_with_status(UiError::Internal)
+    })?;
     Ok(view_of(report))
 }
 
