@@ -28,4 +28,5 @@ mod sandbox_faults;
 mod security;
 mod sessions;
 mod ui;
+mod ui_operations;
 mod webhook;

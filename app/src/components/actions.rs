@@ -180,7 +180,7 @@ pub fn OperationActions(id: Uuid, status: OperationStatus, state: ActionsState) 
                     text=state.reject.text
                     on_confirm=Callback::new(move |reason| state.run(id, Act::Reject { reason }))
                 />
-            })}
+            }.into_any())}
             {reconcile.then(|| view! {
                 <ConfirmButton
                     label="Reconcile now"
@@ -190,8 +190,8 @@ pub fn OperationActions(id: Uuid, status: OperationStatus, state: ActionsState) 
                     text=state.reconcile.text
                     on_confirm=Callback::new(move |_| state.run(id, Act::Reconcile))
                 />
-            })}
-            {resolve.then(|| view! { <ResolvePanel id form=state.resolve state busy /> })}
+            }.into_any())}
+            {resolve.then(|| view! { <ResolvePanel id form=state.resolve state busy /> }.into_any())}
             {expire.then(|| view! {
                 <ConfirmButton
                     label="Force-expire"
@@ -203,7 +203,7 @@ pub fn OperationActions(id: Uuid, status: OperationStatus, state: ActionsState) 
                     text=state.expire.text
                     on_confirm=Callback::new(move |reason| state.run(id, Act::Expire { reason }))
                 />
-            })}
+            }.into_any())}
         </section>
         {refusal}
     }
