@@ -29,4 +29,5 @@ mod security;
 mod sessions;
 mod ui;
 mod ui_admin;
+mod ui_operations;
 mod webhook;

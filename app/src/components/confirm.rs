@@ -24,9 +24,16 @@ pub fn ConfirmButton(
     #[prop(optional)] reason: Reason,
     #[prop(optional)] danger: bool,
     #[prop(optional, into)] disabled: Signal<bool>,
+    /// Whether the confirmation is open, when a page keeps it across re-renders (a live
+    /// refetch redraws the page; an open confirmation and its typed reason should survive).
+    #[prop(optional)]
+    open: Option<RwSignal<bool>>,
+    /// The reason typed so far, kept by the page for the same purpose.
+    #[prop(optional)]
+    text: Option<RwSignal<String>>,
 ) -> impl IntoView {
-    let open = RwSignal::new(false);
-    let text = RwSignal::new(String::new());
+    let open = open.unwrap_or_else(|| RwSignal::new(false));
+    let text = text.unwrap_or_else(|| RwSignal::new(String::new()));
     let missing_reason = move || reason == Reason::Required && text.read().trim().is_empty();
     let confirm = move |_| {
         on_confirm.run(text.get_untracked().trim().to_owned());

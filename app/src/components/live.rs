@@ -52,6 +52,54 @@ pub fn use_live() -> Live {
     expect_context::<Live>()
 }
 
+/// Holds a page's live refetches back until its content has hydrated. A resource whose
+/// source changes while the content it feeds is still hydrating (a change arrives in the
+/// first second) makes the browser draw something else over the server's HTML, which
+/// breaks hydration; so the source reads [`LiveGate::version`], which stays 0 (as on the
+/// server) until [`LiveGate::open_once_drawn`] has run in the browser.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveGate {
+    open: RwSignal<bool>,
+    live: Live,
+}
+
+impl LiveGate {
+    /// A closed gate on the app's change stream.
+    pub fn new() -> Self {
+        Self {
+            open: RwSignal::new(false),
+            live: use_live(),
+        }
+    }
+
+    /// The change counter once the gate is open (tracked), 0 before.
+    pub fn version(&self) -> u64 {
+        if self.open.get() {
+            self.live.version()
+        } else {
+            0
+        }
+    }
+
+    /// Call inside the content the resource feeds: opens the gate once that content is
+    /// live in the browser (effects never run on the server).
+    pub fn open_once_drawn(&self) {
+        let open = self.open;
+        Effect::new(move |_| open.set(true));
+    }
+
+    /// Whether the content is live in the browser (tracked); tests wait for it.
+    pub fn is_open(&self) -> bool {
+        self.open.get()
+    }
+}
+
+impl Default for LiveGate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// "Live" when the change stream is connected, "Offline" when not.
 #[component]
 pub fn LiveIndicator() -> impl IntoView {
@@ -108,28 +156,27 @@ mod browser {
         let opened = Rc::new(Cell::new(false));
         Effect::new(move |_| {
             if live.wanted.get() && !opened.replace(true) {
-                open(live, dirty.clone(), Rc::new(Cell::new(false)));
+                open(live, dirty.clone(), false);
             }
         });
     }
 
-    fn open(live: Live, dirty: Rc<Cell<bool>>, opened_before: Rc<Cell<bool>>) {
+    /// Opens the stream; `catch_up` when it replaces one that closed (see `on_open`).
+    fn open(live: Live, dirty: Rc<Cell<bool>>, catch_up: bool) {
         let Ok(source) = EventSource::new(STREAM) else {
             live.connected.set(false);
             return;
         };
-        let on_open = {
-            let (dirty, opened_before) = (dirty.clone(), opened_before.clone());
-            Closure::<dyn FnMut()>::new(move || {
-                live.connected.set(true);
-                // Whatever changed while the stream was down is fetched now, at the next
-                // tick. Not on the first opening: the page was just drawn from fresh data,
-                // and refetching while it hydrates would redraw it under the browser's feet.
-                if opened_before.replace(true) {
-                    dirty.set(true);
-                }
-            })
-        };
+        let catch_up = Cell::new(catch_up);
+        let on_open = Closure::<dyn FnMut()>::new(move || {
+            live.connected.set(true);
+            // After an outage, whatever changed while the stream was down is fetched now.
+            // Not on the first opening: the page's data was read just before, and a refetch
+            // while the page's content is still hydrating leaves that content dead.
+            if catch_up.replace(true) {
+                live.version.update(|version| *version += 1);
+            }
+        });
         let on_change = {
             let dirty = dirty.clone();
             Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |_| dirty.set(true))
@@ -139,8 +186,8 @@ mod browser {
             Closure::<dyn FnMut()>::new(move || {
                 live.connected.set(false);
                 if source.ready_state() == EventSource::CLOSED {
-                    let (dirty, opened_before) = (dirty.clone(), opened_before.clone());
-                    set_timeout(move || open(live, dirty, opened_before), REOPEN_AFTER);
+                    let dirty = dirty.clone();
+                    set_timeout(move || open(live, dirty, true), REOPEN_AFTER);
                 }
             })
         };

@@ -3,6 +3,7 @@
 // The pages that use every piece land in this same session (issue #6); until then, unused.
 #![allow(dead_code, unused_imports)]
 
+mod actions;
 mod badges;
 mod confirm;
 mod copy;
@@ -12,11 +13,12 @@ mod live;
 mod notice;
 mod time;
 
+pub use actions::{ActionsState, OperationActions};
 pub use badges::{EffectBadge, StatusBadge};
 pub use confirm::{ConfirmButton, Reason};
 pub use copy::CopyText;
 pub use frame::{use_viewer, Frame, Viewer};
 pub use json::{FieldList, JsonView};
-pub use live::{use_live, Live, LiveIndicator};
+pub use live::{use_live, Live, LiveGate, LiveIndicator};
 pub use notice::{EmptyState, ErrorNote};
 pub use time::{relative, use_now, Now, RelativeTime};

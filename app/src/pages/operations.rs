@@ -1,13 +1,313 @@
+//! The operations table: every operation, newest first, filtered by what the URL's query
+//! string says, so a filtered view is a link a person can share.
+
 use leptos::prelude::*;
+use leptos_router::components::{Form, A};
+use leptos_router::hooks::use_query_map;
 
-use crate::components::Frame;
+use crate::components::{
+    use_now, CopyText, EffectBadge, EmptyState, ErrorNote, Frame, LiveGate, RelativeTime,
+    StatusBadge,
+};
+use crate::domain::OperationStatus;
+use crate::server_fns::{list_operations, OperationsPage as Page};
+use crate::views::OperationRow;
 
-/// Placeholder until the page lands (issue #6).
+/// What the table is filtered by, as the query string holds it (empty: any).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperationsFilter {
+    pub status: String,
+    pub tool: String,
+    pub namespace: String,
+    pub run_id: String,
+    /// A part of the idempotency key.
+    pub key: String,
+}
+
+impl OperationsFilter {
+    /// The query parameters, in the order they appear in a link.
+    const NAMES: [&'static str; 5] = ["status", "tool", "namespace", "run_id", "key"];
+
+    /// Reads the filter from query parameters (`get` returns a parameter's value).
+    pub fn from_query(get: impl Fn(&str) -> Option<String>) -> Self {
+        let read = |name: &str| get(name).map(|v| v.trim().to_owned()).unwrap_or_default();
+        Self {
+            status: read("status"),
+            tool: read("tool"),
+            namespace: read("namespace"),
+            run_id: read("run_id"),
+            key: read("key"),
+        }
+    }
+
+    fn values(&self) -> [&str; 5] {
+        [
+            &self.status,
+            &self.tool,
+            &self.namespace,
+            &self.run_id,
+            &self.key,
+        ]
+    }
+
+    /// Whether nothing is filtered.
+    pub fn is_empty(&self) -> bool {
+        self.values().iter().all(|value| value.is_empty())
+    }
+
+    /// The `/operations` link for this filter, on the page after `cursor` if given. Empty
+    /// fields are left out, so links stay short.
+    pub fn href(&self, cursor: Option<&str>) -> String {
+        let pairs: Vec<String> = Self::NAMES
+            .iter()
+            .zip(self.values())
+            .map(|(name, value)| (*name, value))
+            .chain(cursor.map(|c| ("cursor", c)))
+            .filter(|(_, value)| !value.is_empty())
+            .map(|(name, value)| format!("{name}={}", encode_query_value(value)))
+            .collect();
+        if pairs.is_empty() {
+            "/operations".to_owned()
+        } else {
+            format!("/operations?{}", pairs.join("&"))
+        }
+    }
+}
+
+/// Percent-encodes a query value (unreserved characters stay, a space becomes `+`).
+fn encode_query_value(value: &str) -> String {
+    value
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            b' ' => "+".to_owned(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+fn optional(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
 #[component]
 pub fn OperationsPage() -> impl IntoView {
     view! {
         <Frame>
-            <h1>"Operations"</h1>
+            <Operations />
         </Frame>
+    }
+}
+
+#[component]
+fn Operations() -> impl IntoView {
+    let query = use_query_map();
+    let filter = Memo::new(move |_| {
+        let query = query.read();
+        OperationsFilter::from_query(|name| query.get(name))
+    });
+    let cursor = Memo::new(move |_| query.read().get("cursor").filter(|c| !c.is_empty()));
+    let live = LiveGate::new();
+    let page = Resource::new(
+        move || (filter.get(), cursor.get(), live.version()),
+        |(filter, cursor, _)| {
+            list_operations(
+                optional(filter.status),
+                optional(filter.tool),
+                optional(filter.namespace),
+                optional(filter.run_id),
+                optional(filter.key),
+                cursor,
+                false,
+            )
+        },
+    );
+
+    view! {
+        <div class="heading-row">
+            <h1>"Operations"</h1>
+        </div>
+        {move || view! { <FilterForm filter=filter.get() /> }}
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let page = page.await;
+                live.open_once_drawn();
+                match page {
+                    Ok(page) => {
+                        view! { <Table page filter=filter.get_untracked() paged=cursor.get_untracked().is_some() /> }
+                            .into_any()
+                    }
+                    Err(error) => view! { <ErrorNote error /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+/// The filter as a plain GET form: it works before hydration and puts the filter in the URL.
+#[component]
+fn FilterForm(filter: OperationsFilter) -> impl IntoView {
+    let chosen = filter.status.clone();
+    view! {
+        <Form method="GET" action="/operations" attr:class="filters" attr:aria-label="Filter operations">
+            <label>
+                "Status"
+                <select name="status">
+                    <option value="" selected=chosen.is_empty()>"any"</option>
+                    {OperationStatus::ALL
+                        .iter()
+                        .map(|status| {
+                            let name = status.as_str();
+                            view! {
+                                <option value=name selected=chosen == name>
+                                    {name.replace('_', " ")}
+                                </option>
+                            }
+                        })
+                        .collect_view()}
+                </select>
+            </label>
+            <label>"Tool" <input name="tool" value=filter.tool placeholder="refund" /></label>
+            <label>
+                "Namespace"
+                <input name="namespace" value=filter.namespace placeholder="support-bot" />
+            </label>
+            <label>"Run id" <input name="run_id" value=filter.run_id /></label>
+            <label>"Key contains" <input name="key" type="search" value=filter.key /></label>
+            <div class="filter-buttons">
+                <button type="submit">"Filter"</button>
+                <A href="/operations" attr:class="clear">"Clear"</A>
+            </div>
+        </Form>
+    }
+}
+
+#[component]
+fn Table(page: Page, filter: OperationsFilter, paged: bool) -> impl IntoView {
+    if page.rows.is_empty() {
+        return view! { <NoOperations filtered=!filter.is_empty() || paged /> }.into_any();
+    }
+    let older = page.next_cursor.map(|cursor| filter.href(Some(&cursor)));
+    let newest = paged.then(|| filter.href(None));
+    view! {
+        <div class="table-wrap">
+            <table class="operations">
+                <thead>
+                    <tr>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Tool"</th>
+                        <th scope="col">"Key"</th>
+                        <th scope="col">"Namespace"</th>
+                        <th scope="col">"Run / step"</th>
+                        <th scope="col">"Attempt"</th>
+                        <th scope="col">"Created"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {page.rows.into_iter().map(|row| view! { <Row row /> }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+        <nav class="pager" aria-label="Pages">
+            {newest.map(|href| view! { <A href=href>"← Newest"</A> })}
+            {older.map(|href| view! { <A href=href attr:rel="next">"Older →"</A> })}
+        </nav>
+    }
+    .into_any()
+}
+
+#[component]
+fn Row(row: OperationRow) -> impl IntoView {
+    let now = use_now();
+    let stuck = row.is_stuck(now.get_untracked());
+    let href = format!("/operations/{}", row.id);
+    let run = match (&row.run_id, row.step) {
+        (Some(run), Some(step)) => format!("{run} / {step}"),
+        (Some(run), None) => run.clone(),
+        (None, Some(step)) => format!("— / {step}"),
+        (None, None) => "—".to_owned(),
+    };
+    view! {
+        <tr class:stuck=stuck data-id=row.id.to_string()>
+            <td><StatusBadge status=row.status stuck /></td>
+            <td>
+                <a href=href class="op-link">{row.tool}</a>
+                " "
+                <EffectBadge effect=row.effect />
+            </td>
+            <td><CopyText text=row.key label="key" /></td>
+            <td>{row.namespace}</td>
+            <td>{run}</td>
+            <td>{row.attempt}</td>
+            <td><RelativeTime at=row.created_at /></td>
+        </tr>
+    }
+}
+
+#[component]
+fn NoOperations(filtered: bool) -> impl IntoView {
+    if filtered {
+        view! {
+            <EmptyState title="No operations match this filter">
+                <A href="/operations">"Clear the filter"</A>
+                " to see every operation."
+            </EmptyState>
+        }
+        .into_any()
+    } else {
+        view! {
+            <EmptyState title="No operations yet">
+                "Agents create operations with " <code>"POST /v1/operations"</code>
+                " (or " <code>"POST /v1/tools/{name}/invoke"</code> "); they appear here as they happen."
+            </EmptyState>
+        }
+        .into_any()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OperationsFilter;
+
+    fn filter(pairs: &[(&str, &str)]) -> OperationsFilter {
+        OperationsFilter::from_query(|name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn an_empty_filter_links_to_the_bare_page() {
+        let empty = filter(&[("status", ""), ("tool", "  ")]);
+        assert!(empty.is_empty());
+        assert_eq!(empty.href(None), "/operations");
+    }
+
+    #[test]
+    fn a_filter_keeps_only_given_fields_and_adds_the_cursor() {
+        let f = filter(&[
+            ("status", "unknown"),
+            ("namespace", "support-bot"),
+            ("key", "order 12&x"),
+        ]);
+        assert!(!f.is_empty());
+        assert_eq!(
+            f.href(None),
+            "/operations?status=unknown&namespace=support-bot&key=order+12%26x"
+        );
+        assert_eq!(
+            f.href(Some("0190-ab")),
+            "/operations?status=unknown&namespace=support-bot&key=order+12%26x&cursor=0190-ab"
+        );
+    }
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        let f = filter(&[("run_id", "run/42?é")]);
+        assert_eq!(f.href(None), "/operations?run_id=run%2F42%3F%C3%A9");
     }
 }

@@ -58,9 +58,11 @@ mod context {
     pub async fn acting(
         permission: crate::domain::Permission,
     ) -> Result<crate::people_actions::Acting, UiError> {
+        // Read before the await: the request's context may be gone once it resumes.
+        let address = client_address();
         Ok(crate::people_actions::Acting {
             person: person_who_may(permission).await?,
-            address: client_address(),
+            address,
         })
     }
 

@@ -41,6 +41,8 @@ pub async fn list_operations(
     use crate::domain::{Namespace, OperationStatus, ToolName};
     use crate::ledger::OperationFilter;
 
+    // Services are taken before the first await: during server rendering the Leptos
+    // context is only there until the fetch first yields.
     let ledger = ledger()?;
     person_who_may(Permission::Read).await?;
     let given = |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
@@ -95,8 +97,9 @@ pub async fn read_operation(id: Uuid) -> Result<OperationDetail, UiError> {
 /// Approves an operation that waits for approval (approvers and admins).
 #[server(prefix = "/api", endpoint = "approve")]
 pub async fn approve_operation(id: Uuid, reason: Option<String>) -> Result<OperationRow, UiError> {
+    let actions = people_actions()?;
     let by = acting(Permission::Approve).await?;
-    let operation = people_actions()?
+    let operation = actions
         .approve(&by, id, reason)
         .await
         .map_err(answer_with_status)?;
@@ -106,8 +109,9 @@ pub async fn approve_operation(id: Uuid, reason: Option<String>) -> Result<Opera
 /// Rejects an operation that waits for approval; the reason is required.
 #[server(prefix = "/api", endpoint = "reject")]
 pub async fn reject_operation(id: Uuid, reason: Option<String>) -> Result<OperationRow, UiError> {
+    let actions = people_actions()?;
     let by = acting(Permission::Approve).await?;
-    let operation = people_actions()?
+    let operation = actions
         .reject(&by, id, reason)
         .await
         .map_err(answer_with_status)?;
@@ -117,8 +121,9 @@ pub async fn reject_operation(id: Uuid, reason: Option<String>) -> Result<Operat
 /// Asks the provider about an `unknown` operation now (operators and admins).
 #[server(prefix = "/api", endpoint = "reconcile")]
 pub async fn reconcile_operation(id: Uuid) -> Result<OperationRow, UiError> {
+    let actions = people_actions()?;
     let by = acting(Permission::Operate).await?;
-    let operation = people_actions()?
+    let operation = actions
         .reconcile(&by, id)
         .await
         .map_err(answer_with_status)?;
@@ -138,6 +143,7 @@ pub async fn resolve_operation(
 ) -> Result<OperationRow, UiError> {
     use crate::people_actions::ResolveRequest;
 
+    let actions = people_actions()?;
     let by = acting(Permission::Operate).await?;
     let request = ResolveRequest {
         outcome,
@@ -146,7 +152,7 @@ pub async fn resolve_operation(
         retryable,
         reason,
     };
-    let operation = people_actions()?
+    let operation = actions
         .resolve(&by, id, request)
         .await
         .map_err(answer_with_status)?;
@@ -156,8 +162,9 @@ pub async fn resolve_operation(
 /// Ends a settled operation's key now, so the next claim starts anew; the reason is required.
 #[server(prefix = "/api", endpoint = "expire")]
 pub async fn expire_operation(id: Uuid, reason: Option<String>) -> Result<OperationRow, UiError> {
+    let actions = people_actions()?;
     let by = acting(Permission::Operate).await?;
-    let operation = people_actions()?
+    let operation = actions
         .expire(&by, id, reason)
         .await
         .map_err(answer_with_status)?;

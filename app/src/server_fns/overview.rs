@@ -16,6 +16,7 @@ pub const WINDOWS: [&str; 3] = ["1h", "24h", "7d"];
 pub async fn overview(window: String) -> Result<OverviewView, UiError> {
     use crate::domain::Permission;
 
+    // Taken before the first await: the context is not there once the fetch resumes.
     let metrics = metrics()?;
     person_who_may(Permission::Read).await?;
     if !WINDOWS.contains(&window.as_str()) {

@@ -1,0 +1,135 @@
+import { expect, test, type Page } from '@playwright/test';
+import { admin, agentApi, openHydrated, screenshot, signIn, unique } from './support';
+
+// An agent leaves a few operations in its own namespace; an admin finds them through the
+// filter, shares the filtered view as a link (the URL holds it), and opens one.
+
+/** Console errors and uncaught exceptions on the operations pages (the overview that signing
+ * in lands on has its own spec). */
+function consoleErrors(page: Page): string[] {
+  const errors: string[] = [];
+  const onOperations = () => new URL(page.url()).pathname.startsWith('/operations');
+  page.on('console', (message) => {
+    if (message.type() === 'error' && onOperations()) errors.push(message.text());
+  });
+  page.on('pageerror', (error) => {
+    if (onOperations()) errors.push(error.message);
+  });
+  return errors;
+}
+
+test('operations filter by namespace and status, keep the filter in the URL, and open one', async ({ page }) => {
+  const errors = consoleErrors(page);
+  const { api, namespace } = await agentApi();
+  const tool = unique('lookup');
+  const keys = [unique('order-a'), unique('order-b'), unique('order-c')];
+  const claims = [];
+  for (const key of keys) {
+    const answer = await api.post('/v1/operations', { data: { tool, key, args: { order: key } } });
+    expect(answer.status(), await answer.text()).toBe(201);
+    claims.push(await answer.json());
+  }
+  const done = claims[0];
+  const completed = await api.post(`/v1/operations/${done.operation.id}/complete`, {
+    data: { lease_token: done.lease.token, outcome: 'succeeded', result: { refund_id: 're_1' } },
+  });
+  expect(completed.status(), await completed.text()).toBe(200);
+
+  await signIn(page, admin.username, admin.password);
+  await openHydrated(page, '/operations');
+  await expect(page.getByRole('heading', { name: 'Operations' })).toBeVisible();
+
+  const rows = page.locator('table.operations tbody tr');
+  await page.getByLabel('Namespace').fill(namespace);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect(page).toHaveURL(new RegExp(`namespace=${namespace}`));
+  await expect(rows).toHaveCount(3);
+  // Newest first: the last claim is on top.
+  await expect(rows.first()).toContainText(keys[2]);
+
+  await page.getByLabel('Status').selectOption('pending');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect(page).toHaveURL(/status=pending/);
+  await expect(rows).toHaveCount(2);
+  await expect(rows.locator('[data-status="pending"]')).toHaveCount(2);
+
+  // The link is the view: a reload (or a colleague opening it) shows the same rows.
+  await page.reload();
+  await expect(page.locator('html')).toHaveAttribute('data-hydrated', 'true');
+  await expect(rows).toHaveCount(2);
+  await expect(page.getByLabel('Status')).toHaveValue('pending');
+  await expect(page.getByLabel('Namespace')).toHaveValue(namespace);
+
+  await page.getByLabel('Status').selectOption('succeeded');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect(rows).toHaveCount(1);
+  await expect(rows.first()).toContainText(keys[0]);
+  await screenshot(page, 'operations');
+
+  await rows.first().getByRole('link', { name: tool }).click();
+  await expect(page).toHaveURL(new RegExp(`/operations/${done.operation.id}$`));
+  await expect(page.getByRole('heading', { level: 1 })).toContainText(tool);
+  await expect(page.locator('h1 [data-status]')).toHaveText('succeeded');
+  const facts = page.getByTestId('operation-facts');
+  await expect(facts).toContainText(keys[0]);
+  await expect(facts).toContainText(namespace);
+  await expect(page.getByText('re_1')).toBeVisible();
+  const timeline = page.locator('ol.timeline li');
+  await expect(timeline.first()).toHaveAttribute('data-kind', 'claimed');
+  await expect(page.locator('ol.timeline li[data-kind="completed"]')).toHaveCount(1);
+  await screenshot(page, 'operation-detail');
+
+  await page.getByRole('link', { name: '← All operations' }).click();
+  await expect(page).toHaveURL(/\/operations$/);
+  expect(errors).toEqual([]);
+  await api.dispose();
+});
+
+test('older pages follow the newest, with the filter kept', async ({ page }) => {
+  const errors = consoleErrors(page);
+  const { api, namespace } = await agentApi();
+  const tool = unique('page');
+  // One page is 50 rows; 52 operations make a second page of 2.
+  for (let n = 0; n < 52; n++) {
+    const answer = await api.post('/v1/operations', { data: { tool, key: `${tool}-${n}`, args: { n } } });
+    expect(answer.status(), await answer.text()).toBe(201);
+  }
+  await signIn(page, admin.username, admin.password);
+  await openHydrated(page, `/operations?namespace=${namespace}`);
+  const rows = page.locator('table.operations tbody tr');
+  await expect(rows).toHaveCount(50);
+  await expect(rows.first()).toContainText(`${tool}-51`);
+
+  await page.getByRole('link', { name: 'Older →' }).click();
+  await expect(page).toHaveURL(new RegExp(`namespace=${namespace}.*cursor=`));
+  await expect(rows).toHaveCount(2);
+  await expect(rows.last()).toContainText(`${tool}-0`);
+  await expect(page.getByRole('link', { name: 'Older →' })).toHaveCount(0);
+
+  await page.getByRole('link', { name: '← Newest' }).click();
+  await expect(page).toHaveURL(new RegExp(`/operations\\?namespace=${namespace}$`));
+  await expect(rows).toHaveCount(50);
+  expect(errors).toEqual([]);
+  await api.dispose();
+});
+
+test('an empty result says what to do, and a bad filter shows the server message', async ({ page }) => {
+  await signIn(page, admin.username, admin.password);
+  await openHydrated(page, `/operations?namespace=${unique('nobody')}`);
+  await expect(page.getByText('No operations match this filter')).toBeVisible();
+  await page.getByRole('link', { name: 'Clear the filter' }).click();
+  await expect(page).toHaveURL(/\/operations$/);
+
+  await page.goto('/operations?status=bogus');
+  await expect(page.getByRole('alert')).toContainText('status must be one of');
+});
+
+test('an unknown operation id says so and links back', async ({ page }) => {
+  await signIn(page, admin.username, admin.password);
+  await page.goto('/operations/00000000-0000-7000-8000-000000000000');
+  await expect(page.getByRole('heading', { name: 'No such operation' })).toBeVisible();
+  await page.goto('/operations/not-an-id');
+  await expect(page.getByRole('heading', { name: 'No such operation' })).toBeVisible();
+  await page.getByRole('link', { name: 'Back to all operations' }).click();
+  await expect(page).toHaveURL(/\/operations$/);
+});

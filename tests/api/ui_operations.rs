@@ -1,0 +1,84 @@
+//! The operations pages as a client without JavaScript sees them: the filter comes from the
+//! query string, a bad filter or an unknown operation answers with the right status, and the
+//! detail page is whole every time (its data is read during server rendering).
+
+use app::domain::Role;
+use serde_json::{json, Value};
+
+use crate::helpers::{Client, Db, TestApp};
+use crate::on_both_databases;
+
+on_both_databases!(
+    the_operations_table_is_filtered_by_the_query_string,
+    a_bad_filter_answers_400_with_the_server_message,
+    the_operation_page_renders_whole_every_time_and_an_unknown_one_is_404,
+);
+
+/// Claims an operation with `key` and returns its id.
+async fn claim(agent: &Client, key: &str) -> String {
+    let response = agent
+        .post_json(
+            "/v1/operations",
+            &json!({"tool": "refund", "key": key, "args": {"order": key}}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.unwrap();
+    body["operation"]["id"].as_str().unwrap().to_owned()
+}
+
+async fn page(client: &Client, path: &str) -> (u16, String) {
+    let response = client.get_page(path).await;
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+async fn the_operations_table_is_filtered_by_the_query_string(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let agent = app.agent("shop").await;
+    claim(&agent, "order-1").await;
+    claim(&agent, "order-2").await;
+    let viewer = app.person(Role::Viewer).await;
+
+    let (status, html) = page(&viewer, "/operations?namespace=shop&key=order-2").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("order-2"), "{html}");
+    assert!(!html.contains("order-1"), "the filter let order-1 through");
+    assert!(
+        html.contains(r#"name="namespace" value="shop""#),
+        "the form lost the filter"
+    );
+
+    let (_, html) = page(&viewer, "/operations?namespace=elsewhere").await;
+    assert!(html.contains("No operations match this filter"), "{html}");
+}
+
+async fn a_bad_filter_answers_400_with_the_server_message(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let viewer = app.person(Role::Viewer).await;
+    let (status, html) = page(&viewer, "/operations?status=bogus").await;
+    assert_eq!(status, 400);
+    assert!(html.contains("status must be one of"), "{html}");
+}
+
+async fn the_operation_page_renders_whole_every_time_and_an_unknown_one_is_404(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let agent = app.agent("shop").await;
+    let id = claim(&agent, "order-7").await;
+    let viewer = app.person(Role::Viewer).await;
+
+    // The page's data is read while the server renders it; a read that lost its context
+    // after the first await answered "something went wrong" now and then.
+    for _ in 0..10 {
+        let (status, html) = page(&viewer, &format!("/operations/{id}")).await;
+        assert_eq!(status, 200, "{html}");
+        assert!(
+            html.contains("order-7") && html.contains("Timeline"),
+            "{html}"
+        );
+        assert!(!html.contains("something went wrong"), "{html}");
+    }
+
+    let (status, html) = page(&viewer, &format!("/operations/{}", uuid::Uuid::nil())).await;
+    assert_eq!(status, 404);
+    assert!(html.contains("No such operation"), "{html}");
+}
