@@ -1,4 +1,5 @@
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
+import { consoleErrors } from './pages';
 import {
   adminApi,
   agentApi,
@@ -17,20 +18,6 @@ import {
 // People's actions on the operation page, each checked against what the agent then gets
 // from the REST API: approve, reject, reconcile now, resolve by hand, and a viewer who may
 // do none of them (and whose forged requests the server refuses).
-
-/** Console errors and uncaught exceptions on the operations pages (the overview that signing
- * in lands on has its own spec). */
-function consoleErrors(page: Page): string[] {
-  const errors: string[] = [];
-  const onOperations = () => new URL(page.url()).pathname.startsWith('/operations');
-  page.on('console', (message) => {
-    if (message.type() === 'error' && onOperations()) errors.push(message.text());
-  });
-  page.on('pageerror', (error) => {
-    if (onOperations()) errors.push(error.message);
-  });
-  return errors;
-}
 
 async function signInAs(page: Page, role: Role) {
   const person = await createPerson(role);

@@ -1,22 +1,9 @@
 import { expect, test, type Page } from '@playwright/test';
+import { consoleErrors } from './pages';
 import { admin, agentApi, openHydrated, screenshot, signIn, unique } from './support';
 
 // An agent leaves a few operations in its own namespace; an admin finds them through the
 // filter, shares the filtered view as a link (the URL holds it), and opens one.
-
-/** Console errors and uncaught exceptions on the operations pages (the overview that signing
- * in lands on has its own spec). */
-function consoleErrors(page: Page): string[] {
-  const errors: string[] = [];
-  const onOperations = () => new URL(page.url()).pathname.startsWith('/operations');
-  page.on('console', (message) => {
-    if (message.type() === 'error' && onOperations()) errors.push(message.text());
-  });
-  page.on('pageerror', (error) => {
-    if (onOperations()) errors.push(error.message);
-  });
-  return errors;
-}
 
 test('operations filter by namespace and status, keep the filter in the URL, and open one', async ({ page }) => {
   const errors = consoleErrors(page);
