@@ -196,3 +196,45 @@ pub struct ChartView {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, TimeZone};
+
+    fn row(
+        status: OperationStatus,
+        unknown_for: Option<Duration>,
+        now: DateTime<Utc>,
+    ) -> OperationRow {
+        OperationRow {
+            id: Uuid::nil(),
+            namespace: "billing".into(),
+            key: "refund:order-1".into(),
+            tool: "refund".into(),
+            effect: Effect::NonIdempotentWrite,
+            status,
+            run_id: None,
+            step: None,
+            attempt: 1,
+            created_at: now - Duration::hours(1),
+            updated_at: now,
+            unknown_since: unknown_for.map(|d| now - d),
+            reconcile_attempts: 0,
+            next_reconcile_at: None,
+        }
+    }
+
+    #[test]
+    fn only_an_unknown_older_than_the_threshold_is_stuck() {
+        let now = Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0).unwrap();
+        let threshold = Duration::minutes(STUCK_AFTER_MINUTES);
+        let unknown = OperationStatus::Unknown;
+        assert!(row(unknown, Some(threshold + Duration::seconds(1)), now).is_stuck(now));
+        assert!(!row(unknown, Some(threshold), now).is_stuck(now));
+        assert!(!row(unknown, None, now).is_stuck(now));
+        let long_ago = Some(Duration::days(1));
+        assert!(!row(OperationStatus::Pending, long_ago, now).is_stuck(now));
+        assert!(!row(OperationStatus::Succeeded, long_ago, now).is_stuck(now));
+    }
+}
