@@ -174,9 +174,9 @@ impl Measure {
     }
 
     async fn run(self, workload: Arc<dyn Workload>) -> Row {
-        let database = self.database.map_or("-", Engine::as_str);
+        let database = self.database.map_or("no database", Engine::as_str);
         let label = self.scenario.label();
-        eprintln!("{label} on {database} at concurrency {}…", self.concurrency);
+        eprintln!("{label} ({database}) at concurrency {}…", self.concurrency);
         let measured = runner::run_for(workload, self.concurrency, self.duration).await;
         if let Some(error) = &measured.first_error {
             eprintln!("  {} errors; the first: {error}", measured.errors);
