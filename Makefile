@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/.ci/tools/node_modules/.bin:$(PATH)
 export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run build test tools test-tools check test-rust test-e2e fuzz clean-data
+.PHONY: run build test tools test-tools check test-rust test-e2e fuzz bench clean-data
 
 ## run: build the release and serve on 127.0.0.1:3000 with SQLite in ./idem.db, with the demo
 ## (sandbox provider, tools, demo people and a simulated agent; passwords printed on stdout)
@@ -62,6 +62,17 @@ fuzz:
 	    tests/fuzz/corpus/$$target tests/fuzz/seeds/$$target \
 	    -- -max_total_time=$(FUZZ_SECONDS) -max_len=8192 || exit 1; \
 	done
+
+# Benchmarks (not part of `make test`): idem over HTTP next to its floors, on SQLite and
+# PostgreSQL, in one run; the table goes to bench/results/latest.md and latest.json.
+# BENCH_ARGS passes options, e.g. BENCH_ARGS="--seconds 3 --concurrency 1,16,64".
+BENCH_ARGS ?=
+
+## bench: measure throughput and latency against the floors (about 3 minutes)
+bench:
+	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip its PostgreSQL rows !!!" >&2
+	cargo build --release --bin idem
+	./target/release/idem bench --out bench/results $(BENCH_ARGS)
 
 clean-data:
 	rm -f idem.db idem.db-wal idem.db-shm

@@ -1,4 +1,4 @@
-//! The command line: `serve`, `migrate`, `keys`, `users`, `sandbox-provider`.
+//! The command line: `serve`, `migrate`, `keys`, `users`, `sandbox-provider`, `bench`.
 
 use anyhow::{bail, Context};
 use app::audit::{actions, AuditLog, PersonAction};
@@ -10,6 +10,7 @@ use std::io::BufRead;
 use std::process::ExitCode;
 use uuid::Uuid;
 
+use crate::bench::BenchArgs;
 use crate::config::{DatabaseArgs, ServeConfig};
 use crate::sandbox::Sandbox;
 use crate::startup::Application;
@@ -43,6 +44,9 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:4000")]
         bind: String,
     },
+    /// Measure idem over HTTP against its floors (the store alone, a bare axum endpoint) on
+    /// SQLite and PostgreSQL, in one run on loopback; writes latest.md and latest.json.
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -144,6 +148,7 @@ async fn execute(command: Command) -> anyhow::Result<()> {
             );
             sandbox.run().await?;
         }
+        Command::Bench(args) => crate::bench::run(args).await?,
     }
     Ok(())
 }

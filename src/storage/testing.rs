@@ -49,19 +49,25 @@ impl TestDatabase {
 
     async fn postgres() -> Self {
         let server = postgres_server_url();
-        let name = format!("idem_test_{}", Uuid::new_v4().simple());
-        let mut admin = PgConnection::connect(&server)
+        Self::postgres_on(&server)
             .await
-            .unwrap_or_else(|e| panic!("PostgreSQL for tests is not reachable at {server}: {e}"));
+            .unwrap_or_else(|e| panic!("PostgreSQL for tests is not usable at {server}: {e}"))
+    }
+
+    /// Creates an empty database on this PostgreSQL server (given by any database URL on it).
+    pub async fn postgres_on(server: &str) -> Result<Self, sqlx::Error> {
+        let name = format!("idem_test_{}", Uuid::new_v4().simple());
+        let mut admin = PgConnection::connect(server).await?;
         sqlx::query(&format!("create database {name}"))
             .execute(&mut admin)
-            .await
-            .expect("create the test database");
-        let url = database_url_on(&server, &name);
-        Self {
-            url,
-            cleanup: Cleanup::PostgresDatabase { server, name },
-        }
+            .await?;
+        Ok(Self {
+            url: database_url_on(server, &name),
+            cleanup: Cleanup::PostgresDatabase {
+                server: server.to_owned(),
+                name,
+            },
+        })
     }
 
     /// The URL to open it with.

@@ -1,0 +1,230 @@
+//! idem itself, started in this process on a free loopback port, and the HTTP workloads
+//! that an agent's calls make of it.
+
+use async_trait::async_trait;
+use clap::Parser;
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use super::runner::{StepError, Workload};
+use super::scenario::{MixedStep, Scenario};
+use crate::config::ServeConfig;
+use crate::startup::Application;
+
+/// How many completed keys the replay scenarios cycle through.
+const REPLAY_KEYS: usize = 64;
+
+/// `idem serve`'s own defaults, so the bench measures what is deployed.
+#[derive(Parser)]
+struct ServeDefaults {
+    #[command(flatten)]
+    serve: ServeConfig,
+}
+
+/// A running idem with an API key of namespace `bench`, stopped by [`IdemServer::stop`].
+pub struct IdemServer {
+    pub base: String,
+    api_key: String,
+    shutdown: oneshot::Sender<()>,
+    running: JoinHandle<std::io::Result<()>>,
+}
+
+impl IdemServer {
+    /// Builds idem on the database with the served defaults, except port 0 and no per-key
+    /// rate limit (the bench is one key sending as fast as it can).
+    pub async fn start(database_url: &str) -> anyhow::Result<Self> {
+        let args = [
+            "idem",
+            "--bind",
+            "127.0.0.1:0",
+            "--database-url",
+            database_url,
+            "--rate-limit-per-second",
+            "0",
+        ];
+        let config = ServeDefaults::try_parse_from(args)?.serve;
+        let application = Application::build(config).await?;
+        let base = format!("http://{}", application.local_addr());
+        let namespace = "bench".try_into()?;
+        let (_, secret) = application
+            .state()
+            .identity
+            .create_api_key(namespace, Some("bench".into()))
+            .await?;
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        let running = tokio::spawn(application.run_until(async move {
+            let _ = stopped.await;
+        }));
+        Ok(Self {
+            base,
+            api_key: secret.expose().to_owned(),
+            shutdown,
+            running,
+        })
+    }
+
+    /// An HTTP client sending the API key; keep-alive is reqwest's default.
+    pub fn client(&self) -> reqwest::Client {
+        let mut headers = HeaderMap::new();
+        let bearer = HeaderValue::from_str(&format!("Bearer {}", self.api_key))
+            .expect("an API key is a valid header value");
+        headers.insert(AUTHORIZATION, bearer);
+        reqwest::Client::builder()
+            .default_headers(headers)
+            .build()
+            .expect("an HTTP client")
+    }
+
+    /// Stops the server and waits until it has drained and closed its database.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(());
+        let _ = self.running.await;
+    }
+}
+
+/// One agent's view of idem: claims, completions, replays and duplicates over HTTP.
+pub struct IdemHttp {
+    scenario: Scenario,
+    client: reqwest::Client,
+    base: String,
+    /// Unique per run, so new keys never meet earlier runs' keys.
+    prefix: String,
+    /// Keys completed before the run, for replays.
+    completed: Vec<String>,
+    /// A key claimed before the run and left pending, for duplicates.
+    pending: String,
+}
+
+/// The same arguments for every key, so a replay's fingerprint matches.
+fn args() -> Value {
+    json!({ "amount_cents": 500 })
+}
+
+impl IdemHttp {
+    /// Prepares a scenario: completes the keys replays need and claims the key duplicates
+    /// hit (its lease, 30 s by default, outlasts a run of at most 20 s).
+    pub async fn prepare(server: &IdemServer, scenario: Scenario) -> Result<Self, StepError> {
+        let prefix = Uuid::new_v4().simple().to_string();
+        let mut workload = Self {
+            scenario,
+            client: server.client(),
+            base: server.base.clone(),
+            pending: format!("{prefix}-pending"),
+            prefix,
+            completed: Vec::new(),
+        };
+        if matches!(scenario, Scenario::IdemReplay | Scenario::IdemMixed) {
+            for index in 0..REPLAY_KEYS {
+                let key = format!("{}-done-{index}", workload.prefix);
+                workload.claim_and_complete(&key).await?;
+                workload.completed.push(key);
+            }
+        }
+        if matches!(scenario, Scenario::IdemDuplicateStorm | Scenario::IdemMixed) {
+            let (status, body) = workload.claim(&workload.pending).await?;
+            expect(status, 201, &body)?;
+        }
+        Ok(workload)
+    }
+
+    async fn claim(&self, key: &str) -> Result<(u16, Vec<u8>), StepError> {
+        let body = json!({ "tool": "bench.charge", "args": args(), "key": key });
+        let response = self
+            .client
+            .post(format!("{}/v1/operations", self.base))
+            .json(&body)
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        Ok((status, response.bytes().await?.to_vec()))
+    }
+
+    async fn claim_and_complete(&self, key: &str) -> Result<(), StepError> {
+        let (status, body) = self.claim(key).await?;
+        expect(status, 201, &body)?;
+        let started: Value =
+            serde_json::from_slice(&body).map_err(|e| StepError::Outcome(e.to_string()))?;
+        let (Some(id), Some(token)) = (
+            started["operation"]["id"].as_str(),
+            started["lease"]["token"].as_str(),
+        ) else {
+            return Err(StepError::Outcome(format!("no id or lease in {started}")));
+        };
+        let completion = json!({
+            "lease_token": token, "outcome": "succeeded", "result": { "ok": true }
+        });
+        let response = self
+            .client
+            .post(format!("{}/v1/operations/{id}/complete", self.base))
+            .json(&completion)
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        expect(status, 200, &response.bytes().await?)
+    }
+
+    async fn replay(&self, task: usize, seq: u64) -> Result<(), StepError> {
+        // Spread tasks over the keys so they do not all read the same row in step.
+        let index = (task * 7 + seq as usize) % self.completed.len().max(1);
+        let key = self
+            .completed
+            .get(index)
+            .ok_or_else(|| StepError::Outcome("no completed keys to replay".into()))?;
+        let (status, body) = self.claim(key).await?;
+        expect(status, 200, &body)
+    }
+
+    async fn duplicate(&self) -> Result<(), StepError> {
+        let (status, body) = self.claim(&self.pending).await?;
+        expect(status, 409, &body)?;
+        if contains(&body, b"operation_in_progress") {
+            Ok(())
+        } else {
+            Err(answer(status, &body))
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+fn expect(status: u16, wanted: u16, body: &[u8]) -> Result<(), StepError> {
+    if status == wanted {
+        Ok(())
+    } else {
+        Err(answer(status, body))
+    }
+}
+
+fn answer(status: u16, body: &[u8]) -> StepError {
+    StepError::Answer {
+        status,
+        body: String::from_utf8_lossy(body).chars().take(300).collect(),
+    }
+}
+
+#[async_trait]
+impl Workload for IdemHttp {
+    async fn step(&self, task: usize, seq: u64) -> Result<(), StepError> {
+        let new_key = || format!("{}-{task}-{seq}", self.prefix);
+        match self.scenario {
+            Scenario::IdemNew => self.claim_and_complete(&new_key()).await,
+            Scenario::IdemReplay => self.replay(task, seq).await,
+            Scenario::IdemDuplicateStorm => self.duplicate().await,
+            Scenario::IdemMixed => match MixedStep::pick(rand::random_range(0..100)) {
+                MixedStep::New => self.claim_and_complete(&new_key()).await,
+                MixedStep::Replay => self.replay(task, seq).await,
+                MixedStep::Duplicate => self.duplicate().await,
+            },
+            other => Err(StepError::Outcome(format!(
+                "{other:?} is not an idem scenario"
+            ))),
+        }
+    }
+}

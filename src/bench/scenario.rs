@@ -1,0 +1,122 @@
+//! What `idem bench` measures: each scenario, the database it runs on, and the floor its
+//! throughput is compared with.
+
+use serde::Serialize;
+
+/// The database a row ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+impl Engine {
+    /// The name in the table.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Sqlite => "sqlite",
+            Engine::Postgres => "postgres",
+        }
+    }
+}
+
+/// One kind of load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// Floor: the store's claim and completion transactions, called directly (no HTTP).
+    StoreClaimComplete,
+    /// Floor: a minimal axum JSON endpoint over the same HTTP client.
+    AxumHello,
+    /// idem over HTTP: claim a new key, then complete it.
+    IdemNew,
+    /// idem over HTTP: claim keys whose outcome is already stored (200, replayed).
+    IdemReplay,
+    /// idem over HTTP: every task claims one key while it is pending (409 each).
+    IdemDuplicateStorm,
+    /// idem over HTTP: 80 % new, 15 % replay, 5 % duplicate of a pending key.
+    IdemMixed,
+}
+
+impl Scenario {
+    /// Every scenario that runs on a database, in table order.
+    pub const ON_A_DATABASE: [Scenario; 5] = [
+        Scenario::StoreClaimComplete,
+        Scenario::IdemNew,
+        Scenario::IdemReplay,
+        Scenario::IdemDuplicateStorm,
+        Scenario::IdemMixed,
+    ];
+
+    /// The name in the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Scenario::StoreClaimComplete => "floor: store claim+complete",
+            Scenario::AxumHello => "floor: axum hello",
+            Scenario::IdemNew => "idem: new claim+complete",
+            Scenario::IdemReplay => "idem: replay",
+            Scenario::IdemDuplicateStorm => "idem: in-flight duplicate storm",
+            Scenario::IdemMixed => "idem: mixed 80/15/5",
+        }
+    }
+
+    /// The floor this scenario's throughput is divided by: the store for work that writes,
+    /// the bare HTTP stack for answers that (should) only read.
+    pub fn floor(self) -> Option<Scenario> {
+        match self {
+            Scenario::StoreClaimComplete | Scenario::AxumHello => None,
+            Scenario::IdemNew | Scenario::IdemMixed => Some(Scenario::StoreClaimComplete),
+            Scenario::IdemReplay | Scenario::IdemDuplicateStorm => Some(Scenario::AxumHello),
+        }
+    }
+}
+
+/// What one step of the mixed workload does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MixedStep {
+    New,
+    Replay,
+    Duplicate,
+}
+
+impl MixedStep {
+    /// The step for a roll in 0..100: 80 % new, 15 % replay, 5 % duplicate.
+    pub fn pick(roll: u32) -> MixedStep {
+        match roll % 100 {
+            0..80 => MixedStep::New,
+            80..95 => MixedStep::Replay,
+            _ => MixedStep::Duplicate,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mix_is_80_new_15_replay_5_duplicate() {
+        let steps: Vec<MixedStep> = (0..100).map(MixedStep::pick).collect();
+        let count = |kind| steps.iter().filter(|s| **s == kind).count();
+        assert_eq!(count(MixedStep::New), 80);
+        assert_eq!(count(MixedStep::Replay), 15);
+        assert_eq!(count(MixedStep::Duplicate), 5);
+        assert_eq!(MixedStep::pick(180), MixedStep::Replay, "rolls wrap at 100");
+    }
+
+    #[test]
+    fn writes_compare_with_the_store_and_reads_with_bare_http() {
+        let cases = [
+            (Scenario::StoreClaimComplete, None),
+            (Scenario::AxumHello, None),
+            (Scenario::IdemNew, Some(Scenario::StoreClaimComplete)),
+            (Scenario::IdemMixed, Some(Scenario::StoreClaimComplete)),
+            (Scenario::IdemReplay, Some(Scenario::AxumHello)),
+            (Scenario::IdemDuplicateStorm, Some(Scenario::AxumHello)),
+        ];
+        for (scenario, floor) in cases {
+            assert_eq!(scenario.floor(), floor, "{scenario:?}");
+        }
+    }
+}

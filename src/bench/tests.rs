@@ -1,0 +1,53 @@
+//! The bench must count what really happened: its successes are what the ledger holds.
+
+use sqlx::SqlitePool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::floors::StoreFloor;
+use super::idem::{IdemHttp, IdemServer};
+use super::runner::run_for;
+use super::scenario::Scenario;
+use crate::storage::testing::{Backend, TestDatabase};
+use crate::storage::Database;
+
+async fn succeeded_operations(url: &str) -> u64 {
+    let pool = SqlitePool::connect(url).await.expect("open the database");
+    let count: i64 =
+        sqlx::query_scalar("select count(*) from operations where status = 'succeeded'")
+            .fetch_one(&pool)
+            .await
+            .expect("count succeeded operations");
+    pool.close().await;
+    count as u64
+}
+
+#[tokio::test]
+async fn new_claims_over_http_are_counted_exactly_as_the_ledger_holds_them() {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    let server = IdemServer::start(database.url())
+        .await
+        .expect("idem starts");
+    let workload = IdemHttp::prepare(&server, Scenario::IdemNew)
+        .await
+        .expect("prepared");
+    let measured = run_for(Arc::new(workload), 2, Duration::from_secs(1)).await;
+    server.stop().await;
+
+    assert!(measured.throughput() > 0.0);
+    assert_eq!(measured.errors, 0, "{:?}", measured.first_error);
+    assert_eq!(succeeded_operations(database.url()).await, measured.ok);
+}
+
+#[tokio::test]
+async fn the_store_floor_is_counted_exactly_as_the_ledger_holds_it() {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    let store = Database::open(database.url()).await.expect("open");
+    let workload = StoreFloor::new(store.ledger_store());
+    let measured = run_for(Arc::new(workload), 2, Duration::from_millis(500)).await;
+    store.close().await;
+
+    assert!(measured.ok > 0);
+    assert_eq!(measured.errors, 0, "{:?}", measured.first_error);
+    assert_eq!(succeeded_operations(database.url()).await, measured.ok);
+}
