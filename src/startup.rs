@@ -324,22 +324,28 @@ fn request_span(request: &Request<Body>) -> tracing::Span {
     tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+/// Completes on SIGINT or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled: a SIGTERM that arrives after the server said it is listening
+/// but before the serve loop first polls its shutdown (the workers and the demo start in
+/// between) must begin a graceful shutdown, not kill the process with the default action.
+pub(crate) fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+
+    async fn received(signal: std::io::Result<Signal>) {
+        match signal {
             Ok(mut signal) => {
                 signal.recv().await;
             }
             Err(_) => std::future::pending().await,
         }
-    };
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
     }
-    tracing::info!("shutting down: finishing requests in flight");
+    let interrupt = received(signal(SignalKind::interrupt()));
+    let terminate = received(signal(SignalKind::terminate()));
+    async move {
+        tokio::select! {
+            () = interrupt => {},
+            () = terminate => {},
+        }
+        tracing::info!("shutting down: finishing requests in flight");
+    }
 }
