@@ -2,10 +2,10 @@
 //! (approvers and admins only).
 
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 
-use super::{acting, operation_id, OperationBody};
+use super::{acting, operation_answer, operation_id, OperationBody};
 use crate::http::audit::ClientAddress;
 use crate::http::auth::Approver;
 use crate::http::error::{ApiResult, ErrorBody};
@@ -48,10 +48,7 @@ pub(crate) async fn approve(
         .people_actions
         .approve(&by, operation_id(&id)?, body.reason)
         .await?;
-    Ok(AppJson(OperationBody {
-        operation: &operation,
-    })
-    .into_response())
+    Ok(operation_answer(&operation))
 }
 
 /// Rejects an operation waiting for approval, for good; every later claim with its key is
@@ -85,8 +82,5 @@ pub(crate) async fn reject(
         .people_actions
         .reject(&by, operation_id(&id)?, body.reason)
         .await?;
-    Ok(AppJson(OperationBody {
-        operation: &operation,
-    })
-    .into_response())
+    Ok(operation_answer(&operation))
 }

@@ -4,11 +4,11 @@
 use app::domain::Outcome;
 use app::people_actions::ResolveRequest;
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{acting, operation_id, OperationBody};
+use super::{acting, operation_answer, operation_id, OperationBody};
 use crate::http::audit::ClientAddress;
 use crate::http::auth::Operator;
 use crate::http::error::{ApiResult, ErrorBody};
@@ -48,10 +48,7 @@ pub(crate) async fn reconcile(
         .people_actions
         .reconcile(&by, operation_id(&id)?)
         .await?;
-    Ok(AppJson(OperationBody {
-        operation: &operation,
-    })
-    .into_response())
+    Ok(operation_answer(&operation))
 }
 
 /// A manual settlement.
@@ -116,10 +113,7 @@ pub(crate) async fn resolve(
         .people_actions
         .resolve(&by, operation_id(&id)?, request)
         .await?;
-    Ok(AppJson(OperationBody {
-        operation: &operation,
-    })
-    .into_response())
+    Ok(operation_answer(&operation))
 }
 
 /// Why the key's life ends now.
@@ -163,8 +157,5 @@ pub(crate) async fn expire(
         .people_actions
         .expire(&by, operation_id(&id)?, body.reason)
         .await?;
-    Ok(AppJson(OperationBody {
-        operation: &operation,
-    })
-    .into_response())
+    Ok(operation_answer(&operation))
 }

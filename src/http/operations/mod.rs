@@ -10,6 +10,7 @@ mod reports;
 use app::domain::{Namespace, Permission};
 use app::ledger::{LedgerError, Operation, SettleRefused};
 use app::people_actions::{Acting, ActionError};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Serialize;
@@ -18,6 +19,7 @@ use uuid::Uuid;
 use super::audit::ClientAddress;
 use super::auth::{AgentCaller, Caller};
 use super::error::{ApiError, ApiResult};
+use super::json::AppJson;
 use crate::startup::AppState;
 
 pub(super) use approvals::{__path_approve, __path_reject, approve, reject};
@@ -126,6 +128,11 @@ fn settle_refused(refused: SettleRefused) -> ApiError {
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct OperationBody<'a> {
     pub(crate) operation: &'a Operation,
+}
+
+/// `200 {"operation": Op}`, the answer of every read and action on one operation.
+pub(crate) fn operation_answer(operation: &Operation) -> Response {
+    AppJson(OperationBody { operation }).into_response()
 }
 
 pub(crate) fn actor(agent: &AgentCaller) -> String {

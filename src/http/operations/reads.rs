@@ -3,10 +3,10 @@
 use app::domain::{Namespace, OperationStatus, ToolName};
 use app::ledger::{Event, Operation, OperationFilter};
 use axum::extract::{Path, Query, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
-use super::{operation_id, visible_namespace, OperationBody};
+use super::{operation_answer, operation_id, visible_namespace, OperationBody};
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::AppJson;
@@ -39,10 +39,7 @@ pub(crate) async fn read(
         .ledger
         .operation(visible_namespace(&caller)?, operation_id(&id)?)
         .await?;
-    Ok(AppJson(OperationBody {
-        operation: &operation,
-    })
-    .into_response())
+    Ok(operation_answer(&operation))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

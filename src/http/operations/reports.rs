@@ -2,11 +2,11 @@
 
 use app::ledger::Report;
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{actor, operation_id, OperationBody};
+use super::{actor, operation_answer, operation_id, OperationBody};
 use crate::http::auth::AgentCaller;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::json::AppJson;
@@ -93,10 +93,7 @@ pub(crate) async fn complete(
             &actor(&agent),
         )
         .await?;
-    Ok(AppJson(OperationBody {
-        operation: &operation,
-    })
-    .into_response())
+    Ok(operation_answer(&operation))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -152,8 +149,5 @@ pub(crate) async fn unknown(
             &actor(&agent),
         )
         .await?;
-    Ok(AppJson(OperationBody {
-        operation: &operation,
-    })
-    .into_response())
+    Ok(operation_answer(&operation))
 }
