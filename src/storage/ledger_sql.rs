@@ -6,13 +6,18 @@
 //! backend module defines beside the macro call — `begin_write` (the transaction a change
 //! runs in) and `now` (whose clock decides leases and expiry).
 
-/// Implements `LedgerStore` for a backend store. Expects in scope: `begin_write(&self)` and
-/// `committed(&self, Vec<OperationChange>)` (told after a commit) on the store,
-/// `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>`,
-/// `async fn announce(&mut $conn, &[OperationChange]) -> Result<(), StoreError>` (run inside
-/// the transaction, before it commits), and the imports the body names.
+/// Implements `LedgerStore` for a backend store. Expects in scope, beside the imports the
+/// body names:
+/// - on the store: `write(work)`, which runs `work` in a write transaction and answers after
+///   its commit (on SQLite possibly together with other changes: group commit), publishing
+///   the changes `work` returns; and `quiet_events` (a `QuietEvents`);
+/// - `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>` (the clock of leases);
+/// - `async fn live_now(&mut $conn, &Namespace, &str)`: the live operation of a key with the
+///   time it was read at, without a lock;
+/// - `async fn announce(&mut $conn, &[OperationChange]) -> Result<(), StoreError>` (run
+///   inside the transaction, before it commits).
 macro_rules! impl_ledger_store {
-    (store: $store:ident, db: $db:ty, conn: $conn:ty, lock: $lock:literal, skip_locked: $skip_locked:literal, reader: $reader:ident, writer: $writer:ident) => {
+    (store: $store:ident, db: $db:ty, conn: $conn:ty, lock: $lock:literal, skip_locked: $skip_locked:literal, reader: $reader:ident) => {
         async fn live_operation(
             tx: &mut $conn,
             namespace: &Namespace,
@@ -147,44 +152,153 @@ macro_rules! impl_ledger_store {
             }
         }
 
+        /// Inserts events, many rows per statement (a statement costs far more than a row).
         async fn insert_events(tx: &mut $conn, events: &[Event]) -> Result<(), StoreError> {
-            for event in events {
-                sqlx::query("insert into operation_events (operation_id, at, kind, actor, detail) values ($1, $2, $3, $4, $5)")
-                    .bind(event.operation_id)
-                    .bind(event.at)
-                    .bind(event.kind.as_str())
-                    .bind(&event.actor)
-                    .bind(Json(&event.detail))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(store_error)?;
+            // Five parameters a row, well under either database's limit per statement.
+            for chunk in events.chunks(200) {
+                let mut insert = sqlx::QueryBuilder::<$db>::new(
+                    "insert into operation_events (operation_id, at, kind, actor, detail) ",
+                );
+                insert.push_values(chunk, |mut row, event| {
+                    row.push_bind(event.operation_id)
+                        .push_bind(event.at)
+                        .push_bind(event.kind.as_str())
+                        .push_bind(&event.actor)
+                        .push_bind(Json(&event.detail));
+                });
+                insert.build().execute(&mut *tx).await.map_err(store_error)?;
             }
             Ok(())
         }
 
-        /// Commits the decision's writes with its state-changing events, and publishes the
-        /// changes. A decision without writes (a replay) commits and publishes nothing.
-        async fn commit<T>(
-            store: &$store,
-            mut tx: Transaction<'static, $db>,
+        /// Stages the decision's writes with its state-changing events in the open
+        /// transaction, and returns the changes to publish once it commits. A decision
+        /// without writes (a refused report) stages nothing.
+        async fn stage<T>(
+            tx: &mut $conn,
             decision: &Decision<T>,
-        ) -> Result<(), StoreError> {
+        ) -> Result<Vec<OperationChange>, StoreError> {
             if decision.writes.is_empty() {
-                return tx.rollback().await.map_err(store_error);
+                return Ok(Vec::new());
             }
-            apply(&mut tx, &decision.writes).await?;
+            apply(tx, &decision.writes).await?;
             let state_events: Vec<Event> = decision
                 .events
                 .iter()
                 .filter(|e| e.kind.changes_state())
                 .cloned()
                 .collect();
-            insert_events(&mut tx, &state_events).await?;
+            insert_events(tx, &state_events).await?;
             let changes = OperationChange::of_writes(&decision.writes);
-            announce(&mut tx, &changes).await?;
-            tx.commit().await.map_err(store_error)?;
-            store.committed(changes);
-            Ok(())
+            announce(tx, &changes).await?;
+            Ok(changes)
+        }
+
+        /// Decides on one operation under its lock, at the clock's time, and stages the
+        /// decision; `None` when there is no such operation or `decide` declines it (it is
+        /// not the caller's).
+        async fn decide_on<T>(
+            tx: &mut $conn,
+            id: Uuid,
+            decide: impl FnOnce(Operation, DateTime<Utc>) -> Option<Decision<T>>,
+        ) -> Result<(Option<Decision<T>>, Vec<OperationChange>), StoreError> {
+            let now = now(tx).await?;
+            let Some(decision) = operation_by_id(tx, id, true).await?.and_then(|op| decide(op, now)) else {
+                return Ok((None, Vec::new()));
+            };
+            let changes = stage(tx, &decision).await?;
+            Ok((Some(decision), changes))
+        }
+
+        /// Selects up to `limit` unknown operations due for a lookup and moves their
+        /// `next_reconcile_at` past the hold (see `LedgerStore::take_due_reconciliations`).
+        async fn hold_due_reconciliations(
+            tx: &mut $conn,
+            tools: &[(ToolName, u32)],
+            limit: u32,
+            hold_seconds: u32,
+        ) -> Result<Vec<Operation>, StoreError> {
+            let now = now(tx).await?;
+            // Tools are few: two placeholders each (name, end of grace), after the two
+            // fixed ones.
+            let per_tool: Vec<String> = (0..tools.len())
+                .map(|i| format!("(tool = ${} and coalesce(unknown_since, updated_at) <= ${})", 2 * i + 3, 2 * i + 4))
+                .collect();
+            let sql = format!(
+                "select {OPERATION_COLUMNS} from operations \
+                 where status = 'unknown' and (next_reconcile_at is null or next_reconcile_at <= $1) \
+                   and ({}) \
+                 order by next_reconcile_at nulls first, id limit $2{}",
+                per_tool.join(" or "),
+                $skip_locked
+            );
+            let mut query = sqlx::query_as::<_, OperationRow>(&sql).bind(now).bind(i64::from(limit));
+            for (tool, grace_ms) in tools {
+                let grace_ends = now - chrono::Duration::milliseconds(i64::from(*grace_ms));
+                query = query.bind(to_text(tool)).bind(grace_ends);
+            }
+            let rows = query.fetch_all(&mut *tx).await.map_err(store_error)?;
+            let held_until = now + chrono::Duration::seconds(i64::from(hold_seconds));
+            let mut taken = Vec::with_capacity(rows.len());
+            for row in rows {
+                let operation = Operation::try_from(row)?;
+                // Not a state change: only the reconciler's own schedule moves.
+                sqlx::query("update operations set next_reconcile_at = $1 where id = $2 and status = 'unknown'")
+                    .bind(held_until)
+                    .bind(operation.id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                taken.push(operation);
+            }
+            Ok(taken)
+        }
+
+        /// Marks unknown up to `limit` pending operations whose lease ran out (see
+        /// `LedgerStore::expire_leases`); answers how many, with the changes to publish.
+        async fn expire_due_leases(
+            tx: &mut $conn,
+            limit: u32,
+        ) -> Result<(usize, Vec<OperationChange>), StoreError> {
+            let now = now(tx).await?;
+            let sql = format!(
+                "select {OPERATION_COLUMNS} from operations \
+                 where status = 'pending' and lease_expires_at < $1 \
+                   and effect in ('non_idempotent_write', 'irreversible') \
+                 order by lease_expires_at limit $2{}",
+                $skip_locked
+            );
+            let rows: Vec<OperationRow> = sqlx::query_as(&sql)
+                .bind(now)
+                .bind(i64::from(limit))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            let count = rows.len();
+            let mut changes = Vec::with_capacity(count);
+            for row in rows {
+                let decision = expire_lease_at(Operation::try_from(row)?, now);
+                changes.extend(stage(tx, &decision).await?);
+            }
+            Ok((count, changes))
+        }
+
+        /// A claim that changes nothing (a replay, a duplicate in flight, a mismatch) is
+        /// decided from a committed read, without taking the writer; `None` when the claim
+        /// must be decided under the write lock (a new key, a lease to take over, …), where
+        /// it is decided again.
+        async fn decide_without_writing(
+            store: &$store,
+            request: &ClaimRequest,
+            actor: &str,
+            fresh: &Fresh,
+        ) -> Result<Option<Decision<Claim>>, StoreError> {
+            let mut conn = store.$reader.acquire().await.map_err(store_error)?;
+            let Some((live, now)) = live_now(&mut conn, &request.namespace, &to_text(&request.key)).await? else {
+                return Ok(None);
+            };
+            let decision = decide_claim(Some(live), request, actor, fresh.clone(), now);
+            Ok(decision.writes.is_empty().then_some(decision))
         }
 
         #[async_trait::async_trait]
@@ -195,12 +309,22 @@ macro_rules! impl_ledger_store {
                 actor: &str,
                 fresh: Fresh,
             ) -> Result<Decision<Claim>, StoreError> {
-                let mut tx = self.begin_write().await?;
-                let now = now(&mut tx).await?;
-                let live = live_operation(&mut tx, &request.namespace, &to_text(&request.key)).await?;
-                let decision = decide_claim(live, request, actor, fresh, now);
-                commit(self, tx, &decision).await?;
-                Ok(decision)
+                if let Some(decision) = decide_without_writing(self, request, actor, &fresh).await? {
+                    return Ok(decision);
+                }
+                let input = Arc::new((request.clone(), actor.to_owned(), fresh));
+                self.write(move |tx| {
+                    let input = input.clone();
+                    Box::pin(async move {
+                        let (request, actor, fresh) = &*input;
+                        let now = now(tx).await?;
+                        let live = live_operation(tx, &request.namespace, &to_text(&request.key)).await?;
+                        let decision = decide_claim(live, request, actor, fresh.clone(), now);
+                        let changes = stage(tx, &decision).await?;
+                        Ok((decision, changes))
+                    })
+                })
+                .await
             }
 
             async fn report(
@@ -211,17 +335,18 @@ macro_rules! impl_ledger_store {
                 report: &Report,
                 actor: &str,
             ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
-                let mut tx = self.begin_write().await?;
-                let now = now(&mut tx).await?;
-                let Some(operation) = operation_by_id(&mut tx, id, true)
-                    .await?
-                    .filter(|op| &op.namespace == namespace)
-                else {
-                    return Ok(None);
-                };
-                let decision = decide_report(operation, token, report, actor, now);
-                commit(self, tx, &decision).await?;
-                Ok(Some(decision))
+                let input = Arc::new((namespace.clone(), token.to_owned(), report.clone(), actor.to_owned()));
+                self.write(move |tx| {
+                    let input = input.clone();
+                    Box::pin(async move {
+                        let (namespace, token, report, actor) = &*input;
+                        decide_on(tx, id, |operation, now| {
+                            (&operation.namespace == namespace)
+                                .then(|| decide_report(operation, token, report, actor, now))
+                        }).await
+                    })
+                })
+                .await
             }
 
             async fn decide(
@@ -230,14 +355,17 @@ macro_rules! impl_ledger_store {
                 verdict: &Verdict,
                 username: &str,
             ) -> Result<Option<Decision<Result<Operation, VerdictRefused>>>, StoreError> {
-                let mut tx = self.begin_write().await?;
-                let now = now(&mut tx).await?;
-                let Some(operation) = operation_by_id(&mut tx, id, true).await? else {
-                    return Ok(None);
-                };
-                let decision = decide_verdict(operation, verdict, username, now);
-                commit(self, tx, &decision).await?;
-                Ok(Some(decision))
+                let input = Arc::new((verdict.clone(), username.to_owned()));
+                self.write(move |tx| {
+                    let input = input.clone();
+                    Box::pin(async move {
+                        let (verdict, username) = &*input;
+                        decide_on(tx, id, |operation, now| {
+                            Some(decide_verdict(operation, verdict, username, now))
+                        }).await
+                    })
+                })
+                .await
             }
 
             async fn settle(
@@ -246,14 +374,17 @@ macro_rules! impl_ledger_store {
                 settlement: &Settlement,
                 actor: &str,
             ) -> Result<Option<Decision<Result<Operation, SettleRefused>>>, StoreError> {
-                let mut tx = self.begin_write().await?;
-                let now = now(&mut tx).await?;
-                let Some(operation) = operation_by_id(&mut tx, id, true).await? else {
-                    return Ok(None);
-                };
-                let decision = decide_settlement(operation, settlement, actor, now);
-                commit(self, tx, &decision).await?;
-                Ok(Some(decision))
+                let input = Arc::new((settlement.clone(), actor.to_owned()));
+                self.write(move |tx| {
+                    let input = input.clone();
+                    Box::pin(async move {
+                        let (settlement, actor) = &*input;
+                        decide_on(tx, id, |operation, now| {
+                            Some(decide_settlement(operation, settlement, actor, now))
+                        }).await
+                    })
+                })
+                .await
             }
 
             async fn take_due_reconciliations(
@@ -265,81 +396,23 @@ macro_rules! impl_ledger_store {
                 if tools.is_empty() {
                     return Ok(Vec::new());
                 }
-                let mut tx = self.begin_write().await?;
-                let now = now(&mut tx).await?;
-                // Tools are few: two placeholders each (name, end of grace), after the two
-                // fixed ones.
-                let per_tool: Vec<String> = (0..tools.len())
-                    .map(|i| format!("(tool = ${} and coalesce(unknown_since, updated_at) <= ${})", 2 * i + 3, 2 * i + 4))
-                    .collect();
-                let sql = format!(
-                    "select {OPERATION_COLUMNS} from operations \
-                     where status = 'unknown' and (next_reconcile_at is null or next_reconcile_at <= $1) \
-                       and ({}) \
-                     order by next_reconcile_at nulls first, id limit $2{}",
-                    per_tool.join(" or "),
-                    $skip_locked
-                );
-                let mut query = sqlx::query_as::<_, OperationRow>(&sql).bind(now).bind(i64::from(limit));
-                for (tool, grace_ms) in tools {
-                    let grace_ends = now - chrono::Duration::milliseconds(i64::from(*grace_ms));
-                    query = query.bind(to_text(tool)).bind(grace_ends);
-                }
-                let rows = query.fetch_all(&mut *tx).await.map_err(store_error)?;
-                let held_until = now + chrono::Duration::seconds(i64::from(hold_seconds));
-                let mut taken = Vec::with_capacity(rows.len());
-                for row in rows {
-                    let operation = Operation::try_from(row)?;
-                    // Not a state change: only the reconciler's own schedule moves.
-                    sqlx::query("update operations set next_reconcile_at = $1 where id = $2 and status = 'unknown'")
-                        .bind(held_until)
-                        .bind(operation.id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(store_error)?;
-                    taken.push(operation);
-                }
-                tx.commit().await.map_err(store_error)?;
-                Ok(taken)
+                let input = Arc::new(tools.to_vec());
+                self.write(move |tx| {
+                    let input = input.clone();
+                    Box::pin(async move {
+                        let taken = hold_due_reconciliations(tx, &input, limit, hold_seconds).await?;
+                        Ok((taken, Vec::new()))
+                    })
+                })
+                .await
             }
 
             async fn expire_leases(&self, limit: u32) -> Result<usize, StoreError> {
-                let mut tx = self.begin_write().await?;
-                let now = now(&mut tx).await?;
-                let sql = format!(
-                    "select {OPERATION_COLUMNS} from operations \
-                     where status = 'pending' and lease_expires_at < $1 \
-                       and effect in ('non_idempotent_write', 'irreversible') \
-                     order by lease_expires_at limit $2{}",
-                    $skip_locked
-                );
-                let rows: Vec<OperationRow> = sqlx::query_as(&sql)
-                    .bind(now)
-                    .bind(i64::from(limit))
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(store_error)?;
-                let count = rows.len();
-                let mut changes = Vec::with_capacity(count);
-                for row in rows {
-                    let decision = expire_lease_at(Operation::try_from(row)?, now);
-                    apply(&mut tx, &decision.writes).await?;
-                    insert_events(&mut tx, &decision.events).await?;
-                    changes.extend(OperationChange::of_writes(&decision.writes));
-                }
-                announce(&mut tx, &changes).await?;
-                tx.commit().await.map_err(store_error)?;
-                self.committed(changes);
-                Ok(count)
+                self.write(move |tx| Box::pin(expire_due_leases(tx, limit))).await
             }
 
-            async fn append_events(&self, events: &[Event]) -> Result<(), StoreError> {
-                if events.is_empty() {
-                    return Ok(());
-                }
-                let mut tx = self.begin_write().await?;
-                insert_events(&mut tx, events).await?;
-                tx.commit().await.map_err(store_error)
+            fn record_quiet_events(&self, events: Vec<Event>) {
+                self.quiet_events.record(events);
             }
 
             async fn operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError> {
@@ -367,6 +440,7 @@ macro_rules! impl_ledger_store {
             }
 
             async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError> {
+                self.quiet_events.flush().await;
                 let rows: Vec<EventRow> =
                     sqlx::query_as("select operation_id, at, kind, actor, detail from operation_events where operation_id = $1 order by seq")
                         .bind(id)

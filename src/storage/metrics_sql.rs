@@ -107,6 +107,8 @@ macro_rules! impl_metrics_store {
                 namespace: Option<&Namespace>,
                 window: &MetricsWindow,
             ) -> Result<MetricsReport, StoreError> {
+                // Replays and refused duplicates are counted: see this process's so far.
+                self.quiet_events.flush().await;
                 let mut conn = self.$reader.acquire().await.map_err(store_error)?;
                 let plan = SeriesPlan::new(window.clone(), now(&mut conn).await?);
                 let namespace = namespace.map(|n| n.to_string());
@@ -156,6 +158,7 @@ macro_rules! impl_metrics_store {
             }
 
             async fn roll_up(&self) -> Result<u64, StoreError> {
+                self.quiet_events.flush().await;
                 let mut tx = self.begin_write().await?;
                 let now = now(&mut tx).await?;
                 let range = watermark(&mut tx, $lock)

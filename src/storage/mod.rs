@@ -7,6 +7,7 @@ mod ledger_sql;
 mod metrics_sql;
 mod operation_rows;
 mod postgres;
+mod quiet_events;
 mod rows;
 mod sqlite;
 pub mod testing;
@@ -120,6 +121,16 @@ impl Database {
         }
     }
 }
+
+/// A change being staged in a write transaction: it yields the caller's answer and the
+/// operation changes to publish once the transaction commits.
+pub(crate) type Staging<'c, T> = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = Result<(T, Vec<app::ledger::OperationChange>), StoreError>>
+            + Send
+            + 'c,
+    >,
+>;
 
 /// Translates a driver error at the storage boundary: uniqueness violations become
 /// `Conflict`, the rest are backend failures.

@@ -196,14 +196,14 @@ impl Ledger {
         if let (Some(notifier), Some(operation)) = (&self.notifier, newly_requested(&decision)) {
             notifier.approval_requested(operation);
         }
+        self.telemetry.events_committed(committed(&decision));
         let quiet: Vec<Event> = decision
             .events
             .iter()
             .filter(|e| !e.kind.changes_state())
             .cloned()
             .collect();
-        self.store.append_events(&quiet).await?;
-        self.telemetry.events_committed(committed(&decision));
+        self.store.record_quiet_events(quiet);
         Ok(decision.outcome)
     }
 

@@ -74,8 +74,10 @@ pub trait LedgerStore: Send + Sync {
     /// may run this at once: each operation is expired once.
     async fn expire_leases(&self, limit: u32) -> Result<usize, StoreError>;
 
-    /// Appends events that change no state (replays, rejected duplicates).
-    async fn append_events(&self, events: &[Event]) -> Result<(), StoreError>;
+    /// Records events that change no state (replays, refused duplicates). They are written
+    /// behind, in batches: this returns at once, a read of events or metrics through this
+    /// store sees them, and a crash may lose the last of them (never a state change's).
+    fn record_quiet_events(&self, events: Vec<Event>);
 
     /// An operation by id, in any namespace (callers check the namespace).
     async fn operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError>;

@@ -3,6 +3,7 @@
 
 mod audit;
 mod changes;
+mod hot_path;
 mod identity;
 mod ledger;
 mod metrics;

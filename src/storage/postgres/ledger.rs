@@ -12,8 +12,10 @@ use app::ledger::{
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
+use sqlx::postgres::PgPool;
 use sqlx::types::Json;
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::{PgConnection, Postgres};
+use std::sync::Arc;
 use uuid::Uuid;
 
 use super::PostgresStore;
@@ -22,7 +24,9 @@ use crate::storage::operation_rows::{
     contains_pattern, list_sql, to_text, EventRow, OperationRow, OperationValues, ToolRow,
     OPERATION_COLUMNS,
 };
+use crate::storage::quiet_events::EventSink;
 use crate::storage::store_error;
+use crate::storage::Staging;
 
 /// The database's clock, shared by every idem process.
 pub(super) async fn now(tx: &mut PgConnection) -> Result<DateTime<Utc>, StoreError> {
@@ -50,13 +54,61 @@ async fn announce(tx: &mut PgConnection, changes: &[OperationChange]) -> Result<
     Ok(())
 }
 
-impl PostgresStore {
-    fn committed(&self, _: Vec<OperationChange>) {}
+/// The live operation of a key, read without a lock, and the database's time, in one round
+/// trip.
+async fn live_now(
+    conn: &mut PgConnection,
+    namespace: &Namespace,
+    key: &str,
+) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+    let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where namespace = $1 and key = $2 and retired_at is null");
+    let row: Option<LiveRow> = sqlx::query_as(&sql)
+        .bind(namespace.as_str())
+        .bind(key)
+        .fetch_optional(conn)
+        .await
+        .map_err(store_error)?;
+    row.map(|row| Ok((Operation::try_from(row.operation)?, row.read_at)))
+        .transpose()
+}
 
-    pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
-        self.pool.begin().await.map_err(store_error)
+#[derive(sqlx::FromRow)]
+struct LiveRow {
+    #[sqlx(flatten)]
+    operation: OperationRow,
+    read_at: DateTime<Utc>,
+}
+
+impl PostgresStore {
+    /// One transaction per change: PostgreSQL commits concurrent transactions together
+    /// itself. Changes travel by `announce`, so nothing is published here.
+    async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut PgConnection) -> Staging<'c, T> + Send + 'static,
+    {
+        let mut tx = self.pool.begin().await.map_err(store_error)?;
+        let (output, _announced) = work(&mut tx).await?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(output)
+    }
+}
+
+/// Quiet events are written in their own transactions, many rows per statement.
+pub(super) fn quiet_event_sink(pool: PgPool) -> Arc<dyn EventSink> {
+    Arc::new(QuietEventSink(pool))
+}
+
+struct QuietEventSink(PgPool);
+
+#[async_trait::async_trait]
+impl EventSink for QuietEventSink {
+    async fn write_events(&self, events: &[Event]) -> Result<(), StoreError> {
+        let mut tx = self.0.begin().await.map_err(store_error)?;
+        insert_events(&mut tx, events).await?;
+        tx.commit().await.map_err(store_error)
     }
 }
 
 impl_ledger_store!(store: PostgresStore, db: Postgres, conn: PgConnection, lock: " for update",
-    skip_locked: " for update skip locked", reader: pool, writer: pool);
+    skip_locked: " for update skip locked", reader: pool);

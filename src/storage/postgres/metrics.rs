@@ -10,7 +10,7 @@ use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
-use sqlx::PgConnection;
+use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::ledger::now;
 use super::PostgresStore;
@@ -18,6 +18,12 @@ use crate::storage::metrics_sql::{
     fold, impl_metrics_store, raw_counts, FOLDED_COUNTS, GAUGES, RECONCILED,
 };
 use crate::storage::store_error;
+
+impl PostgresStore {
+    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        self.pool.begin().await.map_err(store_error)
+    }
+}
 
 impl_metrics_store!(store: PostgresStore, conn: PgConnection,
     minute: "floor(extract(epoch from e.at) / 60)::bigint", lock: " for update skip locked", reader: pool);

@@ -6,6 +6,7 @@ use app::store_error::StoreError;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use std::time::Duration;
 
+use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
 
 mod identity;
@@ -21,6 +22,7 @@ const CHANGES_CHANNEL: &str = "idem_operations";
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    quiet_events: QuietEvents,
     changes: Changes,
 }
 
@@ -42,7 +44,12 @@ impl PostgresStore {
             .map_err(OpenError::Connect)?;
         let changes = Changes::new();
         tokio::spawn(relay_changes(listener, changes.clone()));
-        Ok(Self { pool, changes })
+        let quiet_events = QuietEvents::start(ledger::quiet_event_sink(pool.clone()));
+        Ok(Self {
+            pool,
+            quiet_events,
+            changes,
+        })
     }
 
     /// Every operation change committed by any process on this database.
@@ -63,6 +70,7 @@ impl PostgresStore {
     }
 
     pub(super) async fn close(&self) {
+        self.quiet_events.flush().await;
         self.pool.close().await;
     }
 }

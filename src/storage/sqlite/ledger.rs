@@ -12,22 +12,36 @@ use app::ledger::{
 use app::store_error::StoreError;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use sqlx::types::Json;
-use sqlx::{Sqlite, SqliteConnection, Transaction};
+use sqlx::{Sqlite, SqliteConnection};
+use std::sync::Arc;
 use uuid::Uuid;
 
+use super::group_commit::GroupCommit;
 use super::SqliteStore;
 use crate::storage::ledger_sql::impl_ledger_store;
 use crate::storage::operation_rows::{
     contains_pattern, list_sql, to_text, EventRow, OperationRow, OperationValues, ToolRow,
     OPERATION_COLUMNS,
 };
-use crate::storage::store_error;
+use crate::storage::quiet_events::EventSink;
+use crate::storage::{store_error, Staging};
 
 /// Now, at the precision both databases keep (microseconds).
 pub(super) async fn now(_: &mut SqliteConnection) -> Result<DateTime<Utc>, StoreError> {
     Ok(Utc::now()
         .duration_trunc(TimeDelta::microseconds(1))
         .unwrap_or_else(|_| Utc::now()))
+}
+
+/// The live operation of a key, read without a lock, and the time it was read at.
+async fn live_now(
+    conn: &mut SqliteConnection,
+    namespace: &Namespace,
+    key: &str,
+) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+    let live = live_operation(conn, namespace, key).await?;
+    let now = now(conn).await?;
+    Ok(live.map(|operation| (operation, now)))
 }
 
 /// One process owns the file, so its changes need no travel: they are published after the
@@ -37,19 +51,37 @@ async fn announce(_: &mut SqliteConnection, _: &[OperationChange]) -> Result<(),
 }
 
 impl SqliteStore {
-    fn committed(&self, changes: Vec<OperationChange>) {
-        for change in changes {
-            self.changes.publish(change);
-        }
+    async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
+    {
+        self.group_commit.write(work).await
     }
+}
 
-    pub(super) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.writer
-            .begin_with("BEGIN IMMEDIATE")
+/// Quiet events go through the same writer, as one change of many rows.
+pub(super) fn quiet_event_sink(writer: GroupCommit) -> Arc<dyn EventSink> {
+    Arc::new(QuietEventSink(writer))
+}
+
+struct QuietEventSink(GroupCommit);
+
+#[async_trait::async_trait]
+impl EventSink for QuietEventSink {
+    async fn write_events(&self, events: &[Event]) -> Result<(), StoreError> {
+        let events = Arc::new(events.to_vec());
+        self.0
+            .write(move |tx| {
+                let events = events.clone();
+                Box::pin(async move {
+                    insert_events(tx, &events).await?;
+                    Ok(((), Vec::new()))
+                })
+            })
             .await
-            .map_err(store_error)
     }
 }
 
 impl_ledger_store!(store: SqliteStore, db: Sqlite, conn: SqliteConnection, lock: "",
-    skip_locked: "", reader: reader, writer: writer);
+    skip_locked: "", reader: reader);

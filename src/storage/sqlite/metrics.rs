@@ -9,7 +9,7 @@ use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
-use sqlx::SqliteConnection;
+use sqlx::{Sqlite, SqliteConnection, Transaction};
 
 use super::ledger::now;
 use super::SqliteStore;
@@ -17,6 +17,16 @@ use crate::storage::metrics_sql::{
     fold, impl_metrics_store, raw_counts, FOLDED_COUNTS, GAUGES, RECONCILED,
 };
 use crate::storage::store_error;
+
+impl SqliteStore {
+    /// The roll-up's transaction, on the one writer connection.
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        self.writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(store_error)
+    }
+}
 
 impl_metrics_store!(store: SqliteStore, conn: SqliteConnection,
     minute: "(cast(strftime('%s', e.at) as integer) / 60)", lock: "", reader: reader);

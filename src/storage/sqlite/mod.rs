@@ -9,8 +9,11 @@ use sqlx::sqlite::{
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
+use group_commit::GroupCommit;
 
+mod group_commit;
 mod identity;
 mod ledger;
 mod metrics;
@@ -21,12 +24,14 @@ use crate::storage::audit_sql::impl_audit_store;
 ///
 /// SQLite allows one writer at a time, so all writes go through a pool of exactly one
 /// connection (they queue in the pool instead of spinning on `SQLITE_BUSY`), while reads use
-/// their own pool and, in WAL mode, never wait for the writer. One writer is also what lets
-/// claims be committed in batches later (group commit) without a redesign.
+/// their own pool and, in WAL mode, never wait for the writer. The ledger's changes reach
+/// that connection through `group_commit`, which commits those that queue up together.
 #[derive(Clone)]
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    group_commit: GroupCommit,
+    quiet_events: QuietEvents,
     changes: Changes,
 }
 
@@ -51,10 +56,15 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(OpenError::Connect)?;
+        let changes = Changes::new();
+        let group_commit = GroupCommit::start(writer.clone(), changes.clone());
+        let quiet_events = QuietEvents::start(ledger::quiet_event_sink(group_commit.clone()));
         Ok(Self {
             writer,
             reader,
-            changes: Changes::new(),
+            group_commit,
+            quiet_events,
+            changes,
         })
     }
 
@@ -76,6 +86,7 @@ impl SqliteStore {
     }
 
     pub(super) async fn close(&self) {
+        self.quiet_events.flush().await;
         self.writer.close().await;
         self.reader.close().await;
     }
