@@ -524,6 +524,13 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_without_node_modules_says_how_to_install_them() {
+        let empty = ScratchFolder::create().expect("a scratch folder");
+        let error = server_binary(&empty.path).unwrap_err().to_string();
+        assert!(error.contains("is missing: run `npm ci` in"), "{error}");
+    }
+
+    #[test]
     fn a_scratch_folder_is_gone_once_dropped() {
         let folder = ScratchFolder::create().expect("a scratch folder");
         let path = folder.path.clone();

@@ -301,7 +301,7 @@ mod tests {
     #[test]
     fn the_markdown_has_the_facts_both_tables_and_what_was_skipped() {
         let rows = vec![
-            row(System::Restate, Step::New, 16, 1400.4),
+            row(System::Restate, Step::New, 16, 1400.0),
             row(System::IdemSqlite, Step::New, 16, 2800.0),
         ];
         let report = PeerReport {
