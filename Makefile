@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/.ci/tools/node_modules/.bin:$(PATH)
 export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run build test tools test-tools check test-rust test-e2e fuzz bench clean-data
+.PHONY: run build test tools test-tools check test-rust test-e2e fuzz bench bench-peers clean-data
 
 ## run: build the release and serve on 127.0.0.1:3000 with SQLite in ./idem.db, with the demo
 ## (sandbox provider, tools, demo people and a simulated agent; passwords printed on stdout)
@@ -73,6 +73,25 @@ bench:
 	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip its PostgreSQL rows !!!" >&2
 	cargo build --release --bin idem
 	./target/release/idem bench --out bench/results $(BENCH_ARGS)
+
+# The peer comparison (not part of `make test`): Restate, from npm, called with idempotency
+# keys next to idem in one run; the table goes to bench/results/peers.md and peers.json.
+# PEERS_ARGS passes options, e.g. PEERS_ARGS="--seconds 3 --concurrency 1,16,32,64".
+PEERS_ARGS ?= --concurrency 1,16,32,64
+RESTATE_DIR := bench/peers/restate
+
+## bench-peers: measure Restate's idempotent calls next to idem's (about 3 minutes; needs Node.js)
+bench-peers: $(RESTATE_DIR)/node_modules/.package-lock.json
+	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip idem's PostgreSQL rows !!!" >&2
+	cargo build --release --bin idem
+	./target/release/idem bench --peers --restate-dir $(RESTATE_DIR) --out bench/results $(PEERS_ARGS)
+
+# restate-server and the SDK, installed exactly as locked, only when node_modules is missing
+# or older than the lock. Install scripts are skipped: none is needed, one is telemetry.
+$(RESTATE_DIR)/node_modules/.package-lock.json: $(RESTATE_DIR)/package.json $(RESTATE_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "bench-peers needs Node.js and npm" >&2; exit 1; }
+	cd $(RESTATE_DIR) && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
 
 clean-data:
 	rm -f idem.db idem.db-wal idem.db-shm

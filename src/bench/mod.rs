@@ -4,6 +4,7 @@
 
 mod floors;
 mod idem;
+mod peers;
 mod report;
 mod runner;
 mod scenario;
@@ -50,9 +51,12 @@ pub struct BenchArgs {
     )]
     pub postgres_url: String,
 
-    /// Folder for `latest.md` and `latest.json`.
+    /// Folder for `latest.md` and `latest.json` (with --peers: `peers.md` and `peers.json`).
     #[arg(long, default_value = "bench/results")]
     pub out: PathBuf,
+
+    #[command(flatten)]
+    pub peers: peers::PeerArgs,
 }
 
 impl BenchArgs {
@@ -67,6 +71,9 @@ impl BenchArgs {
 
 /// Runs every scenario, prints the table and writes the result files.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.peers.only {
+        return peers::run(&args).await;
+    }
     let mut rows = http_floor(&args).await?;
     let sqlite = TestDatabase::create(Backend::Sqlite).await;
     rows.extend(on_database(Engine::Sqlite, sqlite.url(), &args).await?);
