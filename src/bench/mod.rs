@@ -129,6 +129,8 @@ async fn measure_throughput(args: &BenchArgs, collected: &mut Collected) -> anyh
     drop(sqlite);
     match TestDatabase::postgres_on(&args.postgres_url).await {
         Ok(postgres) => {
+            // The schema first: pgbench runs on it before idem has opened the database.
+            Database::open(postgres.url()).await?.close().await;
             let floor = pgbench_floor(postgres.url(), args).await;
             match floor {
                 Ok(rows) => collected.rows.extend(rows),

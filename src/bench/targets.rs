@@ -278,7 +278,10 @@ fn dashboard_targets(rows: &[Row], resources: &[Resource]) -> Vec<TargetResult> 
     for engine in [Engine::Sqlite, Engine::Postgres] {
         let database = Some(engine);
         for request in DashboardRequest::ALL {
-            let measured = row(rows, Scenario::Dashboard(request), database, 1).map(|r| r.p50_ms);
+            // A request that failed even once is not a fast request: not measured.
+            let measured = row(rows, Scenario::Dashboard(request), database, 1)
+                .filter(|r| r.errors == 0 && r.p50_ms.is_finite())
+                .map(|r| r.p50_ms);
             targets.push(evaluate(
                 format!(
                     "{} ({}) median ≤ 50 ms",
@@ -473,6 +476,23 @@ mod tests {
         let line = markdown(std::slice::from_ref(rss));
         assert!(
             line.ends_with("| 151.0 MB | 150.0 MB (the issue's limit) | 1.01 | ≤ 1 | not met |\n")
+        );
+    }
+
+    #[test]
+    fn a_dashboard_request_that_failed_is_not_measured_rather_than_fast() {
+        let request = Scenario::Dashboard(DashboardRequest::ApiDetail);
+        let mut failed = row(request, Some(Engine::Sqlite), 1, 0.0);
+        failed.p50_ms = f64::NAN;
+        failed.errors = 50;
+        let fast = row(request, Some(Engine::Postgres), 1, 250.0);
+        let targets = targets(&[failed, fast], &[], &PeerRates::default());
+        let sqlite = find(&targets, "GET /v1/operations/{id} (sqlite)");
+        assert_eq!(sqlite.verdict, Verdict::NotMeasured);
+        let postgres = find(&targets, "GET /v1/operations/{id} (postgres)");
+        assert_eq!(
+            (postgres.measured, postgres.verdict),
+            (Some(4.0), Verdict::Met)
         );
     }
 
