@@ -14,6 +14,7 @@ mod report;
 mod runner;
 mod scenario;
 mod targets;
+mod throughput;
 
 #[cfg(test)]
 mod tests;
@@ -21,16 +22,12 @@ mod tests;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
-use floors::{HelloServer, HelloWorkload, StoreFloor};
-use idem::{IdemHttp, IdemServer};
-use report::{Report, Resource, Row, RunResult};
-use runner::Workload;
-use scenario::{Engine, Scenario};
+use report::{Report, Resource};
+use scenario::Engine;
 use targets::PeerRates;
 
 /// Options of `idem bench`.
@@ -121,22 +118,22 @@ impl Collected {
 
 /// The floors and idem's throughput, on SQLite then PostgreSQL.
 async fn measure_throughput(args: &BenchArgs, collected: &mut Collected) -> anyhow::Result<()> {
-    collected.rows.extend(http_floor(args).await?);
+    collected.rows.extend(throughput::http_floor(args).await?);
     let sqlite = TestDatabase::create(Backend::Sqlite).await;
     collected
         .rows
-        .extend(on_database(Engine::Sqlite, sqlite.url(), args).await?);
+        .extend(throughput::on_database(Engine::Sqlite, sqlite.url(), args).await?);
     drop(sqlite);
     match TestDatabase::postgres_on(&args.postgres_url).await {
         Ok(postgres) => {
             // The schema first: pgbench runs on it before idem has opened the database.
             Database::open(postgres.url()).await?.close().await;
-            let floor = pgbench_floor(postgres.url(), args).await;
+            let floor = throughput::pgbench_floor(postgres.url(), args).await;
             match floor {
                 Ok(rows) => collected.rows.extend(rows),
                 Err(why) => collected.skip(format!("floor: pgbench claim+complete: {why}")),
             }
-            let rows = on_database(Engine::Postgres, postgres.url(), args).await?;
+            let rows = throughput::on_database(Engine::Postgres, postgres.url(), args).await?;
             collected.rows.extend(rows);
         }
         Err(error) => collected.skip(format!(
@@ -230,144 +227,4 @@ fn write(report: &Report, folder: &std::path::Path) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(report)? + "\n";
     std::fs::write(&json, text).with_context(|| format!("writing {}", json.display()))?;
     Ok(())
-}
-
-async fn http_floor(args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
-    let server = HelloServer::start()
-        .await
-        .context("starting the axum floor")?;
-    let mut rows = Vec::new();
-    let url = format!("{}/hello", server.base);
-    for concurrency in args.concurrencies() {
-        let measure = Measure::new(Scenario::AxumHello, None, concurrency, args);
-        let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
-            let client = reqwest::Client::new();
-            let url = url.clone();
-            let workload: Arc<dyn Workload> = Arc::new(HelloWorkload { client, url });
-            Ok(workload)
-        };
-        rows.push(measure.run(workload).await?);
-    }
-    Ok(rows)
-}
-
-/// The pgbench floor on the run's PostgreSQL database, or why there is none.
-async fn pgbench_floor(url: &str, args: &BenchArgs) -> Result<Vec<Row>, String> {
-    let pgbench =
-        pgbench::find().ok_or("pgbench is not installed (on PATH or /usr/lib/postgresql/*/bin)")?;
-    let script = pgbench::ScriptFile::write().map_err(|e| e.to_string())?;
-    let scenario = Scenario::PgbenchClaimComplete;
-    let mut rows = Vec::new();
-    for concurrency in args.concurrencies() {
-        let mut runs = Vec::with_capacity(args.runs());
-        for run in 1..=args.runs() {
-            eprint!(
-                "{} (postgres) at concurrency {concurrency}, run {run}/{}… ",
-                scenario.label(),
-                args.runs()
-            );
-            let result = pgbench::run(&pgbench, script.path(), url, concurrency, args.duration())
-                .await
-                .map_err(|e| e.to_string())?;
-            eprintln!("{:.0}/s", result.throughput);
-            runs.push(result);
-        }
-        let engine = Some(Engine::Postgres);
-        rows.push(Row::from_runs(scenario, engine, concurrency, &runs));
-    }
-    Ok(rows)
-}
-
-/// The store floor, then idem over HTTP, on one fresh database.
-async fn on_database(engine: Engine, url: &str, args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
-    let mut rows = Vec::new();
-    let database = Database::open(url).await?;
-    for concurrency in args.concurrencies() {
-        let scenario = Scenario::StoreClaimComplete;
-        let measure = Measure::new(scenario, Some(engine), concurrency, args);
-        let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
-            let workload: Arc<dyn Workload> = Arc::new(StoreFloor::new(database.ledger_store()));
-            Ok(workload)
-        };
-        rows.push(measure.run(workload).await?);
-    }
-    database.close().await;
-
-    let server = IdemServer::start(url).await?;
-    for scenario in Scenario::ON_A_DATABASE.into_iter().skip(1) {
-        for concurrency in args.concurrencies() {
-            let measure = Measure::new(scenario, Some(engine), concurrency, args);
-            // Fresh keys (and replayed or pending ones) for every run.
-            let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
-                let prepared = IdemHttp::prepare(&server, scenario)
-                    .await
-                    .with_context(|| format!("preparing {}", scenario.label()))?;
-                let workload: Arc<dyn Workload> = Arc::new(prepared);
-                Ok(workload)
-            };
-            rows.push(measure.run(workload).await?);
-        }
-    }
-    server.stop().await;
-    Ok(rows)
-}
-
-/// One row to measure, `runs` times.
-struct Measure {
-    scenario: Scenario,
-    database: Option<Engine>,
-    concurrency: usize,
-    duration: Duration,
-    runs: usize,
-}
-
-impl Measure {
-    fn new(
-        scenario: Scenario,
-        database: Option<Engine>,
-        concurrency: usize,
-        args: &BenchArgs,
-    ) -> Self {
-        Self {
-            scenario,
-            database,
-            concurrency,
-            duration: args.duration(),
-            runs: args.runs(),
-        }
-    }
-
-    /// Measures each run on a workload made for it, and reports the medians.
-    async fn run(
-        self,
-        workload: impl AsyncFn() -> anyhow::Result<Arc<dyn Workload>>,
-    ) -> anyhow::Result<Row> {
-        let database = self.database.map_or("no database", Engine::as_str);
-        let label = self.scenario.label();
-        let mut runs = Vec::with_capacity(self.runs);
-        for run in 1..=self.runs {
-            eprint!(
-                "{label} ({database}) at concurrency {}, run {run}/{}… ",
-                self.concurrency, self.runs
-            );
-            let measured =
-                runner::run_for(workload().await?, self.concurrency, self.duration).await;
-            eprintln!("{:.0}/s", measured.throughput());
-            if let Some(error) = &measured.first_error {
-                eprintln!("  {} errors; the first: {error}", measured.errors);
-            }
-            runs.push(RunResult {
-                throughput: measured.throughput(),
-                p50_ms: measured.percentile_ms(50.0),
-                p99_ms: measured.percentile_ms(99.0),
-                errors: measured.errors,
-            });
-        }
-        Ok(Row::from_runs(
-            self.scenario,
-            self.database,
-            self.concurrency,
-            &runs,
-        ))
-    }
 }
