@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
-use report::{Report, Resource};
+use report::{Report, Resource, Row};
 use scenario::Engine;
 use targets::PeerRates;
 
