@@ -191,7 +191,7 @@ impl SeedPlan {
                     detail: json!({ "status": operation.status.as_str(), "retryable": false, "provider_ref": operation.provider_ref, "attempt": 1 }),
                 });
                 // One in six successes is asked again later: a replay, which the metrics count.
-                if succeeded && mix(index, 7) % 6 == 0 {
+                if succeeded && mix(index, 7).is_multiple_of(6) {
                     let replayed_at = at + Duration::seconds((mix(index, 8) % 50) as i64 + 1);
                     operation.events.push(SeedEvent {
                         at: replayed_at.min(self.end - Duration::milliseconds(1)),

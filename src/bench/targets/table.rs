@@ -59,4 +59,3 @@ pub fn markdown(targets: &[TargetResult]) -> String {
     }
     table
 }
-

@@ -94,9 +94,7 @@ fn limits_are_met_at_or_under_them() {
     let rss = find(&targets, "server RSS after the dashboard run (postgres)");
     assert_eq!(rss.verdict, Verdict::NotMet);
     let line = markdown(std::slice::from_ref(rss));
-    assert!(
-        line.ends_with("| 151.0 MB | 150.0 MB (the issue's limit) | 1.01 | ≤ 1 | not met |\n")
-    );
+    assert!(line.ends_with("| 151.0 MB | 150.0 MB (the issue's limit) | 1.01 | ≤ 1 | not met |\n"));
 }
 
 #[test]
