@@ -63,15 +63,17 @@ fuzz:
 	    -- -max_total_time=$(FUZZ_SECONDS) -max_len=8192 || exit 1; \
 	done
 
-# Benchmarks (not part of `make test`): idem over HTTP next to its floors, on SQLite and
-# PostgreSQL, in one run; the table goes to bench/results/latest.md and latest.json.
-# BENCH_ARGS passes options, e.g. BENCH_ARGS="--seconds 3 --concurrency 1,16,64".
+# Benchmarks (not part of `make test`): idem over HTTP next to its floors (store, pgbench,
+# axum), the dashboard with 1 M operations stored, memory and the bundle's size, on SQLite
+# and PostgreSQL, in one run; the tables go to bench/results/latest.md and latest.json.
+# The release build (server and bundle, as `make build`) comes first: the bundle is measured.
+# BENCH_ARGS passes options, e.g. a quick run:
+# BENCH_ARGS="--seconds 2 --runs 1 --dashboard-operations 100000".
 BENCH_ARGS ?=
 
-## bench: measure throughput and latency against the floors (about 3 minutes)
-bench:
+## bench: throughput, latency, dashboard and sizes against issue #7's targets (about 20 minutes)
+bench: build
 	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip its PostgreSQL rows !!!" >&2
-	cargo build --release --bin idem
 	./target/release/idem bench --out bench/results $(BENCH_ARGS)
 
 # The peer comparison (not part of `make test`): Restate, from npm, called with idempotency

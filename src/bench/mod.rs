@@ -1,13 +1,21 @@
 //! `idem bench`: one run on loopback that measures idem over HTTP next to its floors (the
-//! store without HTTP, and a bare axum endpoint), on SQLite and PostgreSQL, and writes the
-//! table to `latest.md` and `latest.json`.
+//! store without HTTP, pgbench, and a bare axum endpoint) on SQLite and PostgreSQL, the
+//! dashboard with many operations stored, the server's memory and the bundle's size, checks
+//! issue #7's targets, and writes the tables to `latest.md` and `latest.json`.
+//!
+//! Each part is one function adding to [`Collected`]; [`finish`] turns it into the report.
 
+mod bundle;
+mod dashboard;
 mod floors;
 mod idem;
 mod peers;
+mod pgbench;
 mod report;
 mod runner;
 mod scenario;
+mod targets;
+mod throughput;
 
 #[cfg(test)]
 mod tests;
@@ -15,16 +23,13 @@ mod tests;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
-use floors::{HelloServer, HelloWorkload, StoreFloor};
-use idem::{IdemHttp, IdemServer};
-use report::{Report, Row};
-use runner::Workload;
-use scenario::{Engine, Scenario};
+use report::{Report, Resource, Row};
+use scenario::Engine;
+use targets::PeerRates;
 
 /// Options of `idem bench`.
 #[derive(Debug, Clone, Args)]
@@ -37,10 +42,14 @@ pub struct BenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "1,16,64",
+        default_value = "1,16,32,64",
         value_parser = clap::value_parser!(u64).range(1..=1024)
     )]
     pub concurrency: Vec<u64>,
+
+    /// Times each scenario runs at each concurrency; a row reports the medians (1–9).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=9))]
+    pub runs: u64,
 
     /// The PostgreSQL server on which a fresh database is created for the run, then dropped;
     /// when it cannot be reached, the PostgreSQL rows are skipped (and the output says so).
@@ -50,6 +59,19 @@ pub struct BenchArgs {
         default_value = "postgres://postgres@127.0.0.1:5432/postgres"
     )]
     pub postgres_url: String,
+
+    /// Operations stored before the dashboard's reads are timed, on each database; 0 skips
+    /// the dashboard.
+    #[arg(
+        long,
+        default_value_t = 1_000_000,
+        value_parser = clap::value_parser!(u64).range(0..=100_000_000)
+    )]
+    pub dashboard_operations: u64,
+
+    /// The hydrate bundle's folder, as `cargo leptos build --release` leaves it.
+    #[arg(long, default_value = "target/site/pkg")]
+    pub site_pkg: PathBuf,
 
     /// Folder for `latest.md` and `latest.json` (with --peers: `peers.md` and `peers.json`).
     #[arg(long, default_value = "bench/results")]
@@ -67,32 +89,135 @@ impl BenchArgs {
     fn concurrencies(&self) -> impl Iterator<Item = usize> + '_ {
         self.concurrency.iter().map(|&c| c as usize)
     }
+
+    fn runs(&self) -> usize {
+        self.runs as usize
+    }
 }
 
-/// Runs every scenario, prints the table and writes the result files.
+/// Runs every part, prints the tables and writes the result files.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.peers.only {
         return peers::run(&args).await;
     }
-    let mut rows = http_floor(&args).await?;
-    let sqlite = TestDatabase::create(Backend::Sqlite).await;
-    rows.extend(on_database(Engine::Sqlite, sqlite.url(), &args).await?);
-    drop(sqlite);
-    let mut skipped = Vec::new();
-    match TestDatabase::postgres_on(&args.postgres_url).await {
-        Ok(postgres) => rows.extend(on_database(Engine::Postgres, postgres.url(), &args).await?),
-        Err(error) => {
-            let why = format!("PostgreSQL rows: the server is unreachable ({error})");
-            eprintln!("!!! SKIPPING {why} !!!");
-            skipped.push(why);
-        }
+    let mut collected = Collected::default();
+    measure_throughput(&args, &mut collected).await?;
+    measure_dashboard(&args, &mut collected).await?;
+    measure_bundle(&args, &mut collected);
+    finish(collected, &args, &PeerRates::default())
+}
+
+/// What the parts of a run have measured so far, and what they skipped.
+#[derive(Default)]
+struct Collected {
+    rows: Vec<Row>,
+    resources: Vec<Resource>,
+    skipped: Vec<String>,
+}
+
+impl Collected {
+    /// Records, loudly, a part that did not run.
+    fn skip(&mut self, why: String) {
+        eprintln!("!!! SKIPPING {why} !!!");
+        self.skipped.push(why);
     }
+}
+
+/// The floors and idem's throughput, on SQLite then PostgreSQL.
+async fn measure_throughput(args: &BenchArgs, collected: &mut Collected) -> anyhow::Result<()> {
+    collected.rows.extend(throughput::http_floor(args).await?);
+    let sqlite = TestDatabase::create(Backend::Sqlite).await;
+    collected
+        .rows
+        .extend(throughput::on_database(Engine::Sqlite, sqlite.url(), args).await?);
+    drop(sqlite);
+    match TestDatabase::postgres_on(&args.postgres_url).await {
+        Ok(postgres) => {
+            // The schema first: pgbench runs on it before idem has opened the database.
+            Database::open(postgres.url()).await?.close().await;
+            let floor = throughput::pgbench_floor(postgres.url(), args).await;
+            match floor {
+                Ok(rows) => collected.rows.extend(rows),
+                Err(why) => collected.skip(format!("floor: pgbench claim+complete: {why}")),
+            }
+            let rows = throughput::on_database(Engine::Postgres, postgres.url(), args).await?;
+            collected.rows.extend(rows);
+        }
+        Err(error) => collected.skip(format!(
+            "PostgreSQL rows: the server is unreachable ({error})"
+        )),
+    }
+    Ok(())
+}
+
+/// The dashboard with `--dashboard-operations` stored, on SQLite then PostgreSQL.
+async fn measure_dashboard(args: &BenchArgs, collected: &mut Collected) -> anyhow::Result<()> {
+    let operations = args.dashboard_operations;
+    if operations == 0 {
+        collected.skip("dashboard rows: --dashboard-operations 0".into());
+        return Ok(());
+    }
+    let sqlite = TestDatabase::create(Backend::Sqlite).await;
+    let measured = dashboard::on_database(Engine::Sqlite, sqlite.url(), operations)
+        .await
+        .context("the dashboard on SQLite")?;
+    collected.add_dashboard(measured);
+    drop(sqlite);
+    match TestDatabase::postgres_on(&args.postgres_url).await {
+        Ok(postgres) => {
+            let measured = dashboard::on_database(Engine::Postgres, postgres.url(), operations)
+                .await
+                .context("the dashboard on PostgreSQL")?;
+            collected.add_dashboard(measured);
+        }
+        Err(error) => collected.skip(format!(
+            "PostgreSQL dashboard rows: the server is unreachable ({error})"
+        )),
+    }
+    Ok(())
+}
+
+impl Collected {
+    fn add_dashboard(&mut self, measured: dashboard::DashboardResult) {
+        self.rows.extend(measured.rows);
+        self.resources.extend(measured.resources);
+    }
+}
+
+/// The hydrate bundle's gzipped size, when the UI was built.
+fn measure_bundle(args: &BenchArgs, collected: &mut Collected) {
+    match bundle::gzipped_kb(&args.site_pkg) {
+        Ok(Some(kb)) => collected.resources.push(Resource {
+            name: targets::BUNDLE.into(),
+            database: None,
+            value: kb,
+            unit: "KB",
+        }),
+        Ok(None) => collected.skip(format!(
+            "hydrate bundle: no idem.wasm in {} (build it with `cargo leptos build --release`)",
+            args.site_pkg.display()
+        )),
+        Err(error) => collected.skip(format!("hydrate bundle: {error}")),
+    }
+}
+
+/// Ratios and targets from everything measured; prints the tables and writes the files.
+fn finish(collected: Collected, args: &BenchArgs, peers: &PeerRates) -> anyhow::Result<()> {
+    let Collected {
+        mut rows,
+        resources,
+        skipped,
+    } = collected;
     report::fill_ratios(&mut rows);
+    let targets = targets::targets(&rows, &resources, peers);
     let report = Report {
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         seconds_per_scenario: args.seconds,
+        runs: args.runs(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         rows,
+        resources,
+        targets,
         skipped,
     };
     write(&report, &args.out)?;
@@ -109,94 +234,4 @@ fn write(report: &Report, folder: &std::path::Path) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(report)? + "\n";
     std::fs::write(&json, text).with_context(|| format!("writing {}", json.display()))?;
     Ok(())
-}
-
-async fn http_floor(args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
-    let server = HelloServer::start()
-        .await
-        .context("starting the axum floor")?;
-    let mut rows = Vec::new();
-    for concurrency in args.concurrencies() {
-        let workload = Arc::new(HelloWorkload {
-            client: reqwest::Client::new(),
-            url: format!("{}/hello", server.base),
-        });
-        let measure = Measure::new(Scenario::AxumHello, None, concurrency, args);
-        rows.push(measure.run(workload).await);
-    }
-    Ok(rows)
-}
-
-/// The store floor, then idem over HTTP, on one fresh database.
-async fn on_database(engine: Engine, url: &str, args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
-    let mut rows = Vec::new();
-    let database = Database::open(url).await?;
-    for concurrency in args.concurrencies() {
-        let workload = Arc::new(StoreFloor::new(database.ledger_store()));
-        let measure = Measure::new(
-            Scenario::StoreClaimComplete,
-            Some(engine),
-            concurrency,
-            args,
-        );
-        rows.push(measure.run(workload).await);
-    }
-    database.close().await;
-
-    let server = IdemServer::start(url).await?;
-    for scenario in Scenario::ON_A_DATABASE.into_iter().skip(1) {
-        for concurrency in args.concurrencies() {
-            let workload = IdemHttp::prepare(&server, scenario)
-                .await
-                .with_context(|| format!("preparing {}", scenario.label()))?;
-            let measure = Measure::new(scenario, Some(engine), concurrency, args);
-            rows.push(measure.run(Arc::new(workload)).await);
-        }
-    }
-    server.stop().await;
-    Ok(rows)
-}
-
-/// One row to measure.
-struct Measure {
-    scenario: Scenario,
-    database: Option<Engine>,
-    concurrency: usize,
-    duration: Duration,
-}
-
-impl Measure {
-    fn new(
-        scenario: Scenario,
-        database: Option<Engine>,
-        concurrency: usize,
-        args: &BenchArgs,
-    ) -> Self {
-        Self {
-            scenario,
-            database,
-            concurrency,
-            duration: args.duration(),
-        }
-    }
-
-    async fn run(self, workload: Arc<dyn Workload>) -> Row {
-        let database = self.database.map_or("no database", Engine::as_str);
-        let label = self.scenario.label();
-        eprintln!("{label} ({database}) at concurrency {}…", self.concurrency);
-        let measured = runner::run_for(workload, self.concurrency, self.duration).await;
-        if let Some(error) = &measured.first_error {
-            eprintln!("  {} errors; the first: {error}", measured.errors);
-        }
-        Row {
-            scenario: self.scenario,
-            database: self.database,
-            concurrency: self.concurrency,
-            throughput: measured.throughput(),
-            p50_ms: measured.percentile_ms(50.0),
-            p99_ms: measured.percentile_ms(99.0),
-            errors: measured.errors,
-            ratio: None,
-        }
-    }
 }

@@ -5,6 +5,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 use super::scenario::{Engine, Scenario};
+use super::targets::{self, TargetResult};
 
 /// One measured row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -20,6 +21,65 @@ pub struct Row {
     pub errors: u64,
     /// Throughput divided by the floor's at the same concurrency (and database).
     pub ratio: Option<f64>,
+    /// Each run's throughput, in run order; `throughput` is their median.
+    pub runs: Vec<f64>,
+}
+
+/// What one run of a row measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunResult {
+    pub throughput: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub errors: u64,
+}
+
+impl Row {
+    /// A row from its runs: the median of each figure (so one disturbed run does not move
+    /// it), the errors of all runs, and every run's throughput kept.
+    pub fn from_runs(
+        scenario: Scenario,
+        database: Option<Engine>,
+        concurrency: usize,
+        runs: &[RunResult],
+    ) -> Row {
+        let figure =
+            |pick: fn(&RunResult) -> f64| median(&runs.iter().map(pick).collect::<Vec<_>>());
+        Row {
+            scenario,
+            database,
+            concurrency,
+            throughput: figure(|run| run.throughput),
+            p50_ms: figure(|run| run.p50_ms),
+            p99_ms: figure(|run| run.p99_ms),
+            errors: runs.iter().map(|run| run.errors).sum(),
+            ratio: None,
+            runs: runs.iter().map(|run| run.throughput).collect(),
+        }
+    }
+}
+
+/// The median: the middle value, or the mean of the two middle values of an even count;
+/// 0 for no values.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[middle],
+        _ => (sorted[middle - 1] + sorted[middle]) / 2.0,
+    }
+}
+
+/// A size measured once: the server's memory, the bundle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resource {
+    pub name: String,
+    /// The database the server ran on, if any.
+    pub database: Option<Engine>,
+    pub value: f64,
+    pub unit: &'static str,
 }
 
 /// Everything one run produced.
@@ -28,8 +88,14 @@ pub struct Report {
     /// When the run ended (RFC 3339).
     pub generated_at: String,
     pub seconds_per_scenario: u64,
+    /// Runs per row; a row's figures are the medians of its runs.
+    pub runs: usize,
     pub cores: usize,
     pub rows: Vec<Row>,
+    /// Sizes measured once: memory, bundle.
+    pub resources: Vec<Resource>,
+    /// Issue #7's targets against this run.
+    pub targets: Vec<TargetResult>,
     /// What did not run, and why.
     pub skipped: Vec<String>,
 }
@@ -68,29 +134,55 @@ pub fn markdown_table(rows: &[Row]) -> String {
         let ratio = match (row.ratio, row.scenario.floor()) {
             (Some(ratio), Some(floor)) => format!("{ratio:.2}× {}", floor.label()),
             (None, Some(_)) => "n/a (no floor row)".to_owned(),
-            (_, None) => "1 (is a floor)".to_owned(),
+            (_, None) if row.scenario.is_floor() => "1 (is a floor)".to_owned(),
+            (_, None) => "-".to_owned(),
         };
         let _ = writeln!(
             table,
-            "| {} | {database} | {} | {:.0} | {:.2} | {:.2} | {} | {ratio} |",
+            "| {} | {database} | {} | {:.0} | {} | {} | {} | {ratio} |",
             row.scenario.label(),
             row.concurrency,
             row.throughput,
-            row.p50_ms,
-            row.p99_ms,
+            milliseconds(row.p50_ms),
+            milliseconds(row.p99_ms),
             row.errors,
         );
     }
     table
 }
 
+/// A latency with two decimals, or `-` when it was not measured (NaN, as pgbench prints no
+/// percentiles; NaN is `null` in the JSON).
+fn milliseconds(value: f64) -> String {
+    if value.is_finite() {
+        format!("{value:.2}")
+    } else {
+        "-".to_owned()
+    }
+}
+
 /// The whole Markdown file: what was run, the table, and what was skipped.
 pub fn markdown(report: &Report) -> String {
     let mut text = format!(
-        "# idem bench\n\n{} · {} s per scenario · {} cores · loopback, one process\n\n",
-        report.generated_at, report.seconds_per_scenario, report.cores
+        "# idem bench\n\n{} · {} s per scenario · medians of {} runs · {} cores · loopback\n\n",
+        report.generated_at, report.seconds_per_scenario, report.runs, report.cores
     );
     text.push_str(&markdown_table(&report.rows));
+    if !report.resources.is_empty() {
+        text.push_str("\n## Resources\n\n| resource | database | value |\n|---|---|---:|\n");
+        for resource in &report.resources {
+            let database = resource.database.map_or("-", Engine::as_str);
+            let _ = writeln!(
+                text,
+                "| {} | {database} | {:.1} {} |",
+                resource.name, resource.value, resource.unit
+            );
+        }
+    }
+    if !report.targets.is_empty() {
+        text.push_str("\n## Targets (issue #7)\n\n");
+        text.push_str(&targets::markdown(&report.targets));
+    }
     for skipped in &report.skipped {
         let _ = write!(text, "\nSKIPPED: {skipped}\n");
     }
@@ -111,6 +203,7 @@ mod tests {
             p99_ms: 12.25,
             errors: 0,
             ratio: None,
+            runs: vec![ops],
         }
     }
 
@@ -188,16 +281,54 @@ mod tests {
         let report = Report {
             generated_at: "2026-12-01T19:00:00Z".into(),
             seconds_per_scenario: 3,
+            runs: 3,
             cores: 2,
             rows: vec![row(Scenario::AxumHello, None, 1, 9.0)],
+            resources: Vec::new(),
+            targets: Vec::new(),
             skipped: vec!["postgres: unreachable".into()],
         };
         let text = markdown(&report);
-        assert!(text.starts_with("# idem bench\n\n2026-12-01T19:00:00Z · 3 s per scenario"));
+        assert!(text.starts_with(
+            "# idem bench\n\n2026-12-01T19:00:00Z · 3 s per scenario · medians of 3 runs"
+        ));
         assert!(text.contains("| floor: axum hello | - | 1 | 9 |"));
         assert!(text.ends_with("SKIPPED: postgres: unreachable\n"));
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["rows"][0]["scenario"], "axum_hello");
         assert_eq!(json["rows"][0]["database"], serde_json::Value::Null);
+        assert_eq!(json["rows"][0]["runs"], serde_json::json!([9.0]));
+    }
+
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_two_middle_ones() {
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(median(&[7.0]), 7.0);
+        assert_eq!(median(&[9.0, 1.0, 5.0]), 5.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn a_row_of_runs_reports_each_figures_median_and_keeps_every_throughput() {
+        let run = |throughput, p50_ms, p99_ms, errors| RunResult {
+            throughput,
+            p50_ms,
+            p99_ms,
+            errors,
+        };
+        let runs = [
+            run(1000.0, 2.0, 30.0, 0),
+            run(100.0, 9.0, 90.0, 2),
+            run(900.0, 3.0, 20.0, 1),
+        ];
+        let row = Row::from_runs(Scenario::IdemNew, Some(Engine::Sqlite), 32, &runs);
+        assert_eq!(row.throughput, 900.0);
+        assert_eq!(row.p50_ms, 3.0);
+        assert_eq!(
+            row.p99_ms, 30.0,
+            "each figure's own median, not the median run's"
+        );
+        assert_eq!(row.errors, 3);
+        assert_eq!(row.runs, [1000.0, 100.0, 900.0]);
     }
 }

@@ -29,6 +29,8 @@ pub enum Scenario {
     StoreClaimComplete,
     /// Floor: a minimal axum JSON endpoint over the same HTTP client.
     AxumHello,
+    /// Floor: idem's claim and completion writes as plain SQL run by `pgbench` (PostgreSQL).
+    PgbenchClaimComplete,
     /// idem over HTTP: claim a new key, then complete it.
     IdemNew,
     /// idem over HTTP: claim keys whose outcome is already stored (200, replayed).
@@ -37,6 +39,84 @@ pub enum Scenario {
     IdemDuplicateStorm,
     /// idem over HTTP: 80 % new, 15 % replay, 5 % duplicate of a pending key.
     IdemMixed,
+    /// One dashboard or REST read, sequentially, with many operations stored.
+    Dashboard(DashboardRequest),
+}
+
+/// The reads that must stay fast with a million operations stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DashboardRequest {
+    ApiUnknown,
+    ApiSucceeded,
+    ApiDetail,
+    ApiMetrics,
+    PageUnknown,
+    PageDetail,
+    PageOverview,
+}
+
+impl DashboardRequest {
+    /// Every request, in table order.
+    pub const ALL: [DashboardRequest; 7] = [
+        DashboardRequest::ApiUnknown,
+        DashboardRequest::ApiSucceeded,
+        DashboardRequest::ApiDetail,
+        DashboardRequest::ApiMetrics,
+        DashboardRequest::PageUnknown,
+        DashboardRequest::PageDetail,
+        DashboardRequest::PageOverview,
+    ];
+
+    /// The request as the tables show it (`{id}`: an operation's id).
+    pub fn path_label(self) -> &'static str {
+        match self {
+            DashboardRequest::ApiUnknown => "GET /v1/operations?status=unknown",
+            DashboardRequest::ApiSucceeded => "GET /v1/operations?status=succeeded",
+            DashboardRequest::ApiDetail => "GET /v1/operations/{id}",
+            DashboardRequest::ApiMetrics => "GET /v1/metrics?window=24h",
+            DashboardRequest::PageUnknown => "page /operations?status=unknown",
+            DashboardRequest::PageDetail => "page /operations/{id}",
+            DashboardRequest::PageOverview => "page /",
+        }
+    }
+
+    /// The row's scenario name.
+    pub fn label(self) -> &'static str {
+        match self {
+            DashboardRequest::ApiUnknown => "dashboard: GET /v1/operations?status=unknown",
+            DashboardRequest::ApiSucceeded => "dashboard: GET /v1/operations?status=succeeded",
+            DashboardRequest::ApiDetail => "dashboard: GET /v1/operations/{id}",
+            DashboardRequest::ApiMetrics => "dashboard: GET /v1/metrics?window=24h",
+            DashboardRequest::PageUnknown => "dashboard: page /operations?status=unknown",
+            DashboardRequest::PageDetail => "dashboard: page /operations/{id}",
+            DashboardRequest::PageOverview => "dashboard: page /",
+        }
+    }
+
+    /// The path to request, with `id` for the detail requests.
+    pub fn path(self, id: &str) -> String {
+        match self {
+            DashboardRequest::ApiUnknown => "/v1/operations?status=unknown".into(),
+            DashboardRequest::ApiSucceeded => "/v1/operations?status=succeeded".into(),
+            DashboardRequest::ApiDetail => format!("/v1/operations/{id}"),
+            DashboardRequest::ApiMetrics => "/v1/metrics?window=24h".into(),
+            DashboardRequest::PageUnknown => "/operations?status=unknown".into(),
+            DashboardRequest::PageDetail => format!("/operations/{id}"),
+            DashboardRequest::PageOverview => "/".into(),
+        }
+    }
+
+    /// Whether the request is the REST API's (API key) rather than a page (session cookie).
+    pub fn is_api(self) -> bool {
+        matches!(
+            self,
+            DashboardRequest::ApiUnknown
+                | DashboardRequest::ApiSucceeded
+                | DashboardRequest::ApiDetail
+                | DashboardRequest::ApiMetrics
+        )
+    }
 }
 
 impl Scenario {
@@ -54,20 +134,33 @@ impl Scenario {
         match self {
             Scenario::StoreClaimComplete => "floor: store claim+complete",
             Scenario::AxumHello => "floor: axum hello",
+            Scenario::PgbenchClaimComplete => "floor: pgbench claim+complete",
             Scenario::IdemNew => "idem: new claim+complete",
             Scenario::IdemReplay => "idem: replay",
             Scenario::IdemDuplicateStorm => "idem: in-flight duplicate storm",
             Scenario::IdemMixed => "idem: mixed 80/15/5",
+            Scenario::Dashboard(request) => request.label(),
         }
+    }
+
+    /// Whether rows of this scenario are a floor others are compared with.
+    pub fn is_floor(self) -> bool {
+        matches!(
+            self,
+            Scenario::StoreClaimComplete | Scenario::AxumHello | Scenario::PgbenchClaimComplete
+        )
     }
 
     /// The floor this scenario's throughput is divided by: the store for work that writes,
     /// the bare HTTP stack for answers that (should) only read.
     pub fn floor(self) -> Option<Scenario> {
         match self {
-            Scenario::StoreClaimComplete | Scenario::AxumHello => None,
+            Scenario::StoreClaimComplete | Scenario::AxumHello | Scenario::PgbenchClaimComplete => {
+                None
+            }
             Scenario::IdemNew | Scenario::IdemMixed => Some(Scenario::StoreClaimComplete),
             Scenario::IdemReplay | Scenario::IdemDuplicateStorm => Some(Scenario::AxumHello),
+            Scenario::Dashboard(_) => None,
         }
     }
 }

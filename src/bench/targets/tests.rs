@@ -1,0 +1,133 @@
+//! Verdicts of the targets, from rows made by hand.
+
+use super::*;
+
+fn row(scenario: Scenario, database: Option<Engine>, concurrency: usize, ops: f64) -> Row {
+    Row {
+        scenario,
+        database,
+        concurrency,
+        throughput: ops,
+        p50_ms: 4.0,
+        p99_ms: 8.0,
+        errors: 0,
+        ratio: None,
+        runs: vec![ops],
+    }
+}
+
+fn find<'a>(targets: &'a [TargetResult], start: &str) -> &'a TargetResult {
+    targets
+        .iter()
+        .find(|t| t.target.starts_with(start))
+        .unwrap_or_else(|| panic!("no target starting with {start:?}"))
+}
+
+#[test]
+fn a_target_is_met_not_met_or_not_measured() {
+    let sqlite = Some(Engine::Sqlite);
+    let rows = vec![
+        row(Scenario::IdemNew, sqlite, 64, 7_500.0),
+        row(Scenario::IdemReplay, sqlite, 64, 20_000.0),
+        row(Scenario::AxumHello, None, 64, 80_000.0),
+    ];
+    let targets = targets(&rows, &[], &PeerRates::default());
+
+    let restate = find(&targets, "SQLite new claim+complete at 64 ≥ 5× Restate");
+    assert_eq!(restate.verdict, Verdict::Met);
+    assert_eq!(restate.ratio, Some(7_500.0 / 1_400.0));
+    assert_eq!(restate.reference.source, Source::Issue);
+
+    let rusqlite = find(&targets, "SQLite new claim+complete at 64 ≥ 2× sequential");
+    assert_eq!(rusqlite.verdict, Verdict::Met);
+
+    let replay = find(&targets, "replay at 64 (sqlite) ≥ 2× Restate");
+    assert_eq!(replay.verdict, Verdict::NotMet, "20 000 < 2 × 15 000");
+
+    let axum = find(&targets, "replay at 64 (sqlite) ≥ 35 % of axum");
+    assert_eq!(axum.ratio, Some(0.25));
+    assert_eq!(axum.verdict, Verdict::NotMet);
+    assert_eq!(axum.reference.source, Source::ThisRun);
+
+    let pgbench = find(&targets, "PostgreSQL new claim+complete at 32");
+    assert_eq!(pgbench.verdict, Verdict::NotMeasured);
+    assert_eq!(
+        find(&targets, "hydrate bundle").verdict,
+        Verdict::NotMeasured
+    );
+}
+
+#[test]
+fn peers_measured_in_the_run_replace_the_issues_rates() {
+    let rows = vec![row(Scenario::IdemNew, Some(Engine::Sqlite), 64, 7_500.0)];
+    let peers = PeerRates {
+        restate_new_keys: Some(2_000.0),
+        restate_replays: None,
+    };
+    let targets = targets(&rows, &[], &peers);
+    let restate = find(&targets, "SQLite new claim+complete at 64 ≥ 5× Restate");
+    assert_eq!(restate.reference.source, Source::ThisRun);
+    assert_eq!(restate.verdict, Verdict::NotMet, "7 500 < 5 × 2 000");
+    let text = markdown(&targets);
+    assert!(text.contains("| Restate new keys at 64: 2000/s |"));
+    assert!(text.contains("Restate replays at 64: 15000/s (issue's reference, not this run)"));
+}
+
+#[test]
+fn limits_are_met_at_or_under_them() {
+    let resources = vec![
+        Resource {
+            name: BUNDLE.into(),
+            database: None,
+            value: 400.0,
+            unit: "KB",
+        },
+        Resource {
+            name: RSS_AFTER.into(),
+            database: Some(Engine::Postgres),
+            value: 151.0,
+            unit: "MB",
+        },
+    ];
+    let targets = targets(&[], &resources, &PeerRates::default());
+    assert_eq!(find(&targets, "hydrate bundle").verdict, Verdict::Met);
+    let rss = find(&targets, "server RSS after the dashboard run (postgres)");
+    assert_eq!(rss.verdict, Verdict::NotMet);
+    let line = markdown(std::slice::from_ref(rss));
+    assert!(line.ends_with("| 151.0 MB | 150.0 MB (the issue's limit) | 1.01 | ≤ 1 | not met |\n"));
+}
+
+#[test]
+fn a_dashboard_request_that_failed_is_not_measured_rather_than_fast() {
+    let request = Scenario::Dashboard(DashboardRequest::ApiDetail);
+    let mut failed = row(request, Some(Engine::Sqlite), 1, 0.0);
+    failed.p50_ms = f64::NAN;
+    failed.errors = 50;
+    let fast = row(request, Some(Engine::Postgres), 1, 250.0);
+    let targets = targets(&[failed, fast], &[], &PeerRates::default());
+    let sqlite = find(&targets, "GET /v1/operations/{id} (sqlite)");
+    assert_eq!(sqlite.verdict, Verdict::NotMeasured);
+    let postgres = find(&targets, "GET /v1/operations/{id} (postgres)");
+    assert_eq!(
+        (postgres.measured, postgres.verdict),
+        (Some(4.0), Verdict::Met)
+    );
+}
+
+#[test]
+fn latency_is_read_where_throughput_first_reaches_half_of_the_peak() {
+    let sqlite = Some(Engine::Sqlite);
+    let mut slow = row(Scenario::IdemNew, sqlite, 1, 300.0);
+    slow.p99_ms = 2.0;
+    let mut half = row(Scenario::IdemNew, sqlite, 16, 600.0);
+    half.p99_ms = 12.0;
+    let peak = row(Scenario::IdemNew, sqlite, 64, 1_000.0);
+    let targets = targets(&[peak, slow, half], &[], &PeerRates::default());
+    let latency = find(
+        &targets,
+        "p99 claim+complete ≤ 10 ms at half of peak (sqlite",
+    );
+    assert_eq!(latency.measured, Some(12.0));
+    assert_eq!(latency.verdict, Verdict::NotMet);
+    assert!(latency.target.contains("concurrency 16"));
+}

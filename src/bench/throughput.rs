@@ -1,0 +1,156 @@
+//! The throughput rows: the floors (axum hello, the store, pgbench) and idem over HTTP, each
+//! scenario at each concurrency, `--runs` times, reported as medians.
+
+use anyhow::Context;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::floors::{HelloServer, HelloWorkload, StoreFloor};
+use super::idem::{IdemHttp, IdemServer};
+use super::pgbench;
+use super::report::{Row, RunResult};
+use super::runner::{self, Workload};
+use super::scenario::{Engine, Scenario};
+use super::BenchArgs;
+use crate::storage::Database;
+
+/// The axum floor: no database.
+pub async fn http_floor(args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
+    let server = HelloServer::start()
+        .await
+        .context("starting the axum floor")?;
+    let mut rows = Vec::new();
+    let url = format!("{}/hello", server.base);
+    for concurrency in args.concurrencies() {
+        let measure = Measure::new(Scenario::AxumHello, None, concurrency, args);
+        let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
+            let client = reqwest::Client::new();
+            let url = url.clone();
+            let workload: Arc<dyn Workload> = Arc::new(HelloWorkload { client, url });
+            Ok(workload)
+        };
+        rows.push(measure.run(workload).await?);
+    }
+    Ok(rows)
+}
+
+/// The pgbench floor on the run's PostgreSQL database, or why there is none.
+pub async fn pgbench_floor(url: &str, args: &BenchArgs) -> Result<Vec<Row>, String> {
+    let pgbench =
+        pgbench::find().ok_or("pgbench is not installed (on PATH or /usr/lib/postgresql/*/bin)")?;
+    let script = pgbench::ScriptFile::write().map_err(|e| e.to_string())?;
+    let scenario = Scenario::PgbenchClaimComplete;
+    let mut rows = Vec::new();
+    for concurrency in args.concurrencies() {
+        let mut runs = Vec::with_capacity(args.runs());
+        for run in 1..=args.runs() {
+            eprint!(
+                "{} (postgres) at concurrency {concurrency}, run {run}/{}… ",
+                scenario.label(),
+                args.runs()
+            );
+            let result = pgbench::run(&pgbench, script.path(), url, concurrency, args.duration())
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("{:.0}/s", result.throughput);
+            runs.push(result);
+        }
+        let engine = Some(Engine::Postgres);
+        rows.push(Row::from_runs(scenario, engine, concurrency, &runs));
+    }
+    Ok(rows)
+}
+
+/// The store floor, then idem over HTTP, on one fresh database.
+pub async fn on_database(engine: Engine, url: &str, args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let database = Database::open(url).await?;
+    for concurrency in args.concurrencies() {
+        let scenario = Scenario::StoreClaimComplete;
+        let measure = Measure::new(scenario, Some(engine), concurrency, args);
+        let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
+            let workload: Arc<dyn Workload> = Arc::new(StoreFloor::new(database.ledger_store()));
+            Ok(workload)
+        };
+        rows.push(measure.run(workload).await?);
+    }
+    database.close().await;
+
+    let server = IdemServer::start(url).await?;
+    for scenario in Scenario::ON_A_DATABASE.into_iter().skip(1) {
+        for concurrency in args.concurrencies() {
+            let measure = Measure::new(scenario, Some(engine), concurrency, args);
+            // Fresh keys (and replayed or pending ones) for every run.
+            let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
+                let prepared = IdemHttp::prepare(&server, scenario)
+                    .await
+                    .with_context(|| format!("preparing {}", scenario.label()))?;
+                let workload: Arc<dyn Workload> = Arc::new(prepared);
+                Ok(workload)
+            };
+            rows.push(measure.run(workload).await?);
+        }
+    }
+    server.stop().await;
+    Ok(rows)
+}
+
+/// One row to measure, `runs` times.
+struct Measure {
+    scenario: Scenario,
+    database: Option<Engine>,
+    concurrency: usize,
+    duration: Duration,
+    runs: usize,
+}
+
+impl Measure {
+    fn new(
+        scenario: Scenario,
+        database: Option<Engine>,
+        concurrency: usize,
+        args: &BenchArgs,
+    ) -> Self {
+        Self {
+            scenario,
+            database,
+            concurrency,
+            duration: args.duration(),
+            runs: args.runs(),
+        }
+    }
+
+    /// Measures each run on a workload made for it, and reports the medians.
+    async fn run(
+        self,
+        workload: impl AsyncFn() -> anyhow::Result<Arc<dyn Workload>>,
+    ) -> anyhow::Result<Row> {
+        let database = self.database.map_or("no database", Engine::as_str);
+        let label = self.scenario.label();
+        let mut runs = Vec::with_capacity(self.runs);
+        for run in 1..=self.runs {
+            eprint!(
+                "{label} ({database}) at concurrency {}, run {run}/{}… ",
+                self.concurrency, self.runs
+            );
+            let measured =
+                runner::run_for(workload().await?, self.concurrency, self.duration).await;
+            eprintln!("{:.0}/s", measured.throughput());
+            if let Some(error) = &measured.first_error {
+                eprintln!("  {} errors; the first: {error}", measured.errors);
+            }
+            runs.push(RunResult {
+                throughput: measured.throughput(),
+                p50_ms: measured.percentile_ms(50.0),
+                p99_ms: measured.percentile_ms(99.0),
+                errors: measured.errors,
+            });
+        }
+        Ok(Row::from_runs(
+            self.scenario,
+            self.database,
+            self.concurrency,
+            &runs,
+        ))
+    }
+}
