@@ -12,27 +12,14 @@
 ///   its commit (on SQLite possibly together with other changes: group commit), publishing
 ///   the changes `work` returns; and `quiet_events` (a `QuietEvents`);
 /// - `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>` (the clock of leases);
-/// - `async fn live_now(&mut $conn, &Namespace, &str)`: the live operation of a key with the
-///   time it was read at, without a lock;
-/// - `async fn announce(&mut $conn, &[OperationChange]) -> Result<(), StoreError>` (run
-///   inside the transaction, before it commits).
+/// - `async fn live_now(&mut $conn, &Namespace, &str, lock: bool)` and
+///   `async fn locked_now(&mut $conn, Uuid)`: an operation (the live one of a key; one by id,
+///   locked) with the time it was read at, in one round trip where the database tells time.
+///
+/// Changes are published by the backend: on SQLite after the commit, from what `write`'s work
+/// returns; on PostgreSQL by a trigger inside the transaction (migration `announce_trigger`).
 macro_rules! impl_ledger_store {
     (store: $store:ident, db: $db:ty, conn: $conn:ty, lock: $lock:literal, skip_locked: $skip_locked:literal, reader: $reader:ident) => {
-        async fn live_operation(
-            tx: &mut $conn,
-            namespace: &Namespace,
-            key: &str,
-        ) -> Result<Option<Operation>, StoreError> {
-            let sql = format!("select {OPERATION_COLUMNS} from operations where namespace = $1 and key = $2 and retired_at is null{}", $lock);
-            let row: Option<OperationRow> = sqlx::query_as(&sql)
-                .bind(namespace.as_str())
-                .bind(key)
-                .fetch_optional(tx)
-                .await
-                .map_err(store_error)?;
-            row.map(Operation::try_from).transpose()
-        }
-
         async fn operation_by_id(
             executor: &mut $conn,
             id: Uuid,
@@ -189,9 +176,7 @@ macro_rules! impl_ledger_store {
                 .cloned()
                 .collect();
             insert_events(tx, &state_events).await?;
-            let changes = OperationChange::of_writes(&decision.writes);
-            announce(tx, &changes).await?;
-            Ok(changes)
+            Ok(OperationChange::of_writes(&decision.writes))
         }
 
         /// Decides on one operation under its lock, at the clock's time, and stages the
@@ -202,8 +187,7 @@ macro_rules! impl_ledger_store {
             id: Uuid,
             decide: impl FnOnce(Operation, DateTime<Utc>) -> Option<Decision<T>>,
         ) -> Result<(Option<Decision<T>>, Vec<OperationChange>), StoreError> {
-            let now = now(tx).await?;
-            let Some(decision) = operation_by_id(tx, id, true).await?.and_then(|op| decide(op, now)) else {
+            let Some(decision) = locked_now(tx, id).await?.and_then(|(op, now)| decide(op, now)) else {
                 return Ok((None, Vec::new()));
             };
             let changes = stage(tx, &decision).await?;
@@ -294,7 +278,7 @@ macro_rules! impl_ledger_store {
             fresh: &Fresh,
         ) -> Result<Option<Decision<Claim>>, StoreError> {
             let mut conn = store.$reader.acquire().await.map_err(store_error)?;
-            let Some((live, now)) = live_now(&mut conn, &request.namespace, &to_text(&request.key)).await? else {
+            let Some((live, now)) = live_now(&mut conn, &request.namespace, &to_text(&request.key), false).await? else {
                 return Ok(None);
             };
             let decision = decide_claim(Some(live), request, actor, fresh.clone(), now);
@@ -317,8 +301,10 @@ macro_rules! impl_ledger_store {
                     let input = input.clone();
                     Box::pin(async move {
                         let (request, actor, fresh) = &*input;
-                        let now = now(tx).await?;
-                        let live = live_operation(tx, &request.namespace, &to_text(&request.key)).await?;
+                        let (live, now) = match live_now(tx, &request.namespace, &to_text(&request.key), true).await? {
+                            Some((live, now)) => (Some(live), now),
+                            None => (None, now(tx).await?),
+                        };
                         let decision = decide_claim(live, request, actor, fresh.clone(), now);
                         let changes = stage(tx, &decision).await?;
                         Ok((decision, changes))
@@ -425,14 +411,8 @@ macro_rules! impl_ledger_store {
                 filter: &OperationFilter,
                 limit: u32,
             ) -> Result<Vec<Operation>, StoreError> {
-                let rows: Vec<OperationRow> = sqlx::query_as(&list_sql(filter.oldest_first))
-                    .bind(filter.namespace.as_ref().map(|n| n.to_string()))
-                    .bind(filter.status.as_ref().map(to_text))
-                    .bind(filter.tool.as_ref().map(to_text))
-                    .bind(filter.run_id.clone())
-                    .bind(filter.before)
-                    .bind(i64::from(limit))
-                    .bind(filter.key_contains.as_deref().map(contains_pattern))
+                let rows: Vec<OperationRow> = list_query::<$db>(filter, limit)
+                    .build_query_as()
                     .fetch_all(&self.$reader)
                     .await
                     .map_err(store_error)?;

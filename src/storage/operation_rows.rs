@@ -2,13 +2,14 @@
 //! as their serde text, so the database and the API always spell them the same way.
 
 use app::domain::ToolPolicy;
-use app::ledger::{Approval, Event, EventKind, Lease, Operation, RegisteredTool};
+use app::ledger::{Approval, Event, EventKind, Lease, Operation, OperationFilter, RegisteredTool};
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::types::Json;
+use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 /// Columns selected for an operation, in `OperationRow` order.
@@ -16,21 +17,53 @@ pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effec
      status, attempt, result, error, retryable, provider_ref, lease_token, lease_expires_at, created_at, updated_at, \
      completed_at, expires_at, approval, approval_expires_at, runner, unknown_since, reconcile_attempts, next_reconcile_at";
 
-/// The list query, the same text for both databases (sqlx binds `$N` on SQLite too).
-/// `$7` is a `LIKE` pattern made by [`contains_pattern`], in which `\` escapes wildcards.
-pub fn list_sql(oldest_first: bool) -> String {
-    let (past, order) = if oldest_first {
-        (">", "asc")
+/// The list query for a filter, for either database. Only the filters given become
+/// conditions: a generic `($1 is null or status = $1)` would keep SQLite (which plans once per
+/// text) from using any index but the primary key's, walking operations newest first until
+/// enough match — seconds at a million operations when few do.
+pub fn list_query<'a, DB>(filter: &'a OperationFilter, limit: u32) -> QueryBuilder<'a, DB>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    Uuid: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    let mut query = QueryBuilder::new(format!(
+        "select {OPERATION_COLUMNS} from operations where true"
+    ));
+    if let Some(namespace) = &filter.namespace {
+        query
+            .push(" and namespace = ")
+            .push_bind(namespace.to_string());
+    }
+    if let Some(status) = &filter.status {
+        query.push(" and status = ").push_bind(to_text(status));
+    }
+    if let Some(tool) = &filter.tool {
+        query.push(" and tool = ").push_bind(to_text(tool));
+    }
+    if let Some(run_id) = &filter.run_id {
+        query.push(" and run_id = ").push_bind(run_id.clone());
+    }
+    let (past, order) = if filter.oldest_first {
+        (" and id > ", " order by id asc")
     } else {
-        ("<", "desc")
+        (" and id < ", " order by id desc")
     };
-    format!(
-        "select {OPERATION_COLUMNS} from operations \
-         where ($1 is null or namespace = $1) and ($2 is null or status = $2) and ($3 is null or tool = $3) \
-           and ($4 is null or run_id = $4) and ($5 is null or id {past} $5) \
-           and ($7 is null or key like $7 escape '\\') \
-         order by id {order} limit $6"
-    )
+    if let Some(before) = filter.before {
+        query.push(past).push_bind(before);
+    }
+    if let Some(text) = &filter.key_contains {
+        query
+            .push(" and key like ")
+            .push_bind(contains_pattern(text))
+            .push(" escape '\\'");
+    }
+    query
+        .push(order)
+        .push(" limit ")
+        .push_bind(i64::from(limit));
+    query
 }
 
 /// A `LIKE` pattern that matches any text containing `text` literally.

@@ -21,8 +21,7 @@ use uuid::Uuid;
 use super::PostgresStore;
 use crate::storage::ledger_sql::impl_ledger_store;
 use crate::storage::operation_rows::{
-    contains_pattern, list_sql, to_text, EventRow, OperationRow, OperationValues, ToolRow,
-    OPERATION_COLUMNS,
+    list_query, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
 };
 use crate::storage::quiet_events::EventSink;
 use crate::storage::store_error;
@@ -37,51 +36,56 @@ pub(super) async fn now(tx: &mut PgConnection) -> Result<DateTime<Utc>, StoreErr
     Ok(now)
 }
 
-/// Every process hears of every change through the database: a notification sent inside the
-/// transaction is delivered only if it commits, and this process hears its own through its
-/// listener too (so it publishes nothing itself).
-async fn announce(tx: &mut PgConnection, changes: &[OperationChange]) -> Result<(), StoreError> {
-    for change in changes {
-        let payload =
-            serde_json::to_string(change).map_err(|e| StoreError::Backend(Box::new(e)))?;
-        sqlx::query("select pg_notify($1, $2)")
-            .bind(super::CHANGES_CHANNEL)
-            .bind(payload)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-    }
-    Ok(())
-}
-
-/// The live operation of a key, read without a lock, and the database's time, in one round
+/// The live operation of a key (locked: `for update`) and the database's time, in one round
 /// trip.
 async fn live_now(
     conn: &mut PgConnection,
     namespace: &Namespace,
     key: &str,
+    lock: bool,
 ) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-    let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where namespace = $1 and key = $2 and retired_at is null");
-    let row: Option<LiveRow> = sqlx::query_as(&sql)
+    let lock = if lock { " for update" } else { "" };
+    let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where namespace = $1 and key = $2 and retired_at is null{lock}");
+    let row: Option<ReadAtRow> = sqlx::query_as(&sql)
         .bind(namespace.as_str())
         .bind(key)
         .fetch_optional(conn)
         .await
         .map_err(store_error)?;
-    row.map(|row| Ok((Operation::try_from(row.operation)?, row.read_at)))
-        .transpose()
+    row.map(ReadAtRow::into_pair).transpose()
+}
+
+/// An operation by id, locked, and the database's time, in one round trip.
+async fn locked_now(
+    conn: &mut PgConnection,
+    id: Uuid,
+) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+    let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where id = $1 for update");
+    let row: Option<ReadAtRow> = sqlx::query_as(&sql)
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+        .map_err(store_error)?;
+    row.map(ReadAtRow::into_pair).transpose()
 }
 
 #[derive(sqlx::FromRow)]
-struct LiveRow {
+struct ReadAtRow {
     #[sqlx(flatten)]
     operation: OperationRow,
     read_at: DateTime<Utc>,
 }
 
+impl ReadAtRow {
+    fn into_pair(self) -> Result<(Operation, DateTime<Utc>), StoreError> {
+        Ok((Operation::try_from(self.operation)?, self.read_at))
+    }
+}
+
 impl PostgresStore {
     /// One transaction per change: PostgreSQL commits concurrent transactions together
-    /// itself. Changes travel by `announce`, so nothing is published here.
+    /// itself. Changes travel by the `operations_announce` trigger, so nothing is published
+    /// here.
     async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,

@@ -20,8 +20,7 @@ use super::group_commit::GroupCommit;
 use super::SqliteStore;
 use crate::storage::ledger_sql::impl_ledger_store;
 use crate::storage::operation_rows::{
-    contains_pattern, list_sql, to_text, EventRow, OperationRow, OperationValues, ToolRow,
-    OPERATION_COLUMNS,
+    list_query, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
 };
 use crate::storage::quiet_events::EventSink;
 use crate::storage::{store_error, Staging};
@@ -33,21 +32,34 @@ pub(super) async fn now(_: &mut SqliteConnection) -> Result<DateTime<Utc>, Store
         .unwrap_or_else(|_| Utc::now()))
 }
 
-/// The live operation of a key, read without a lock, and the time it was read at.
+/// The live operation of a key and the time it was read at. The writer's `BEGIN IMMEDIATE`
+/// is SQLite's lock, so `lock` asks for nothing more.
 async fn live_now(
     conn: &mut SqliteConnection,
     namespace: &Namespace,
     key: &str,
+    _lock: bool,
 ) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-    let live = live_operation(conn, namespace, key).await?;
+    let sql = format!("select {OPERATION_COLUMNS} from operations where namespace = $1 and key = $2 and retired_at is null");
+    let live: Option<OperationRow> = sqlx::query_as(&sql)
+        .bind(namespace.as_str())
+        .bind(key)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(store_error)?;
+    let live = live.map(Operation::try_from).transpose()?;
     let now = now(conn).await?;
     Ok(live.map(|operation| (operation, now)))
 }
 
-/// One process owns the file, so its changes need no travel: they are published after the
-/// commit, in process.
-async fn announce(_: &mut SqliteConnection, _: &[OperationChange]) -> Result<(), StoreError> {
-    Ok(())
+/// An operation by id, in the writer's transaction, and the time it was read at.
+async fn locked_now(
+    conn: &mut SqliteConnection,
+    id: Uuid,
+) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+    let operation = operation_by_id(conn, id, true).await?;
+    let now = now(conn).await?;
+    Ok(operation.map(|operation| (operation, now)))
 }
 
 impl SqliteStore {
