@@ -167,12 +167,7 @@ impl IdemHttp {
     }
 
     async fn replay(&self, task: usize, seq: u64) -> Result<(), StepError> {
-        // Spread tasks over the keys so they do not all read the same row in step.
-        let index = (task * 7 + seq as usize) % self.completed.len().max(1);
-        let key = self
-            .completed
-            .get(index)
-            .ok_or_else(|| StepError::Outcome("no completed keys to replay".into()))?;
+        let key = crate::bench::replay_key(&self.completed, task, seq)?;
         let (status, body) = self.claim(key).await?;
         expect(status, 200, &body)
     }

@@ -220,18 +220,34 @@ fn finish(collected: Collected, args: &BenchArgs, peers: &PeerRates) -> anyhow::
         targets,
         skipped,
     };
-    write(&report, &args.out)?;
+    write_results(&args.out, "latest", &report::markdown(&report), &report)?;
     println!("{}", report::markdown(&report));
     Ok(())
 }
 
-fn write(report: &Report, folder: &std::path::Path) -> anyhow::Result<()> {
+/// Writes a table as `NAME.md` and its data as `NAME.json` in `folder`.
+fn write_results(
+    folder: &std::path::Path,
+    name: &str,
+    markdown: &str,
+    data: &impl serde::Serialize,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
-    let markdown = folder.join("latest.md");
-    std::fs::write(&markdown, report::markdown(report))
-        .with_context(|| format!("writing {}", markdown.display()))?;
-    let json = folder.join("latest.json");
-    let text = serde_json::to_string_pretty(report)? + "\n";
-    std::fs::write(&json, text).with_context(|| format!("writing {}", json.display()))?;
+    let markdown_file = folder.join(format!("{name}.md"));
+    std::fs::write(&markdown_file, markdown)
+        .with_context(|| format!("writing {}", markdown_file.display()))?;
+    let json_file = folder.join(format!("{name}.json"));
+    let text = serde_json::to_string_pretty(data)? + "\n";
+    std::fs::write(&json_file, text).with_context(|| format!("writing {}", json_file.display()))?;
     Ok(())
+}
+
+/// The completed key a replay step asks for: tasks are spread over the keys so they do not
+/// all read the same row in step.
+fn replay_key(completed: &[String], task: usize, seq: u64) -> Result<&str, runner::StepError> {
+    let index = (task * 7 + seq as usize) % completed.len().max(1);
+    completed
+        .get(index)
+        .map(String::as_str)
+        .ok_or_else(|| runner::StepError::Outcome("no completed keys to replay".into()))
 }

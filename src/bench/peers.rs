@@ -10,7 +10,7 @@ mod table;
 
 use anyhow::Context;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::idem::{IdemHttp, IdemServer};
@@ -43,7 +43,7 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<()> {
         report = measure(args) => report?,
         _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted; Restate was stopped"),
     };
-    write(&report, &args.out)?;
+    super::write_results(&args.out, "peers", &table::markdown(&report), &report)?;
     println!("{}", table::markdown(&report));
     Ok(())
 }
@@ -137,15 +137,4 @@ async fn run_for(
         p99_ms: measured.percentile_ms(99.0),
         errors: measured.errors,
     }
-}
-
-fn write(report: &PeerReport, folder: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
-    let markdown = folder.join("peers.md");
-    std::fs::write(&markdown, table::markdown(report))
-        .with_context(|| format!("writing {}", markdown.display()))?;
-    let json = folder.join("peers.json");
-    let text = serde_json::to_string_pretty(report)? + "\n";
-    std::fs::write(&json, text).with_context(|| format!("writing {}", json.display()))?;
-    Ok(())
 }

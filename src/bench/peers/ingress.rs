@@ -81,12 +81,7 @@ impl RestateCalls {
     }
 
     async fn replay(&self, task: usize, seq: u64) -> Result<(), StepError> {
-        // The same spread over the keys as idem's replay scenario.
-        let index = (task * 7 + seq as usize) % self.completed.len().max(1);
-        let key = self
-            .completed
-            .get(index)
-            .ok_or_else(|| StepError::Outcome("no completed keys to replay".into()))?;
+        let key = crate::bench::replay_key(&self.completed, task, seq)?;
         let headers = self.send(key).await?;
         if is_replay(&headers) {
             Ok(())
