@@ -6,32 +6,25 @@ use app::ledger::{Claim, EventKind, Report};
 use sqlx::{Connection, PgConnection, SqliteConnection};
 use std::time::Duration;
 
+use super::conformance;
 use super::ledger::{fresh, request, start};
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
 
-mod sqlite {
-    use super::*;
-    #[tokio::test]
-    async fn a_replay_is_answered_while_another_writer_holds_the_database() {
-        replay_beside_a_writer(Backend::Sqlite).await;
-    }
-    #[tokio::test]
-    async fn quiet_events_recorded_before_close_are_stored() {
-        quiet_events_survive_close(Backend::Sqlite).await;
-    }
-}
+conformance!(
+    run;
+    a_replay_is_answered_while_another_writer_holds_the_database,
+    quiet_events_recorded_before_close_are_stored,
+);
 
-mod postgres {
-    use super::*;
-    #[tokio::test]
-    async fn a_replay_is_answered_while_another_writer_holds_the_database() {
-        replay_beside_a_writer(Backend::Postgres).await;
-    }
-    #[tokio::test]
-    async fn quiet_events_recorded_before_close_are_stored() {
-        quiet_events_survive_close(Backend::Postgres).await;
-    }
+/// These checks need the database itself (another connection, a reopening), not only its
+/// ledger store, so each is given the backend and makes its own database.
+async fn run<F, Fut>(backend: Backend, check: F)
+where
+    F: FnOnce(Backend) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    check(backend).await;
 }
 
 /// Another connection's open transaction that keeps every writer out (reads still pass).
@@ -76,7 +69,7 @@ impl HeldWriteLock {
     }
 }
 
-async fn replay_beside_a_writer(backend: Backend) {
+async fn a_replay_is_answered_while_another_writer_holds_the_database(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let database = Database::open(db.url()).await.unwrap();
     let store = database.ledger_store();
@@ -131,7 +124,7 @@ async fn replay_beside_a_writer(backend: Backend) {
     database.close().await;
 }
 
-async fn quiet_events_survive_close(backend: Backend) {
+async fn quiet_events_recorded_before_close_are_stored(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let database = Database::open(db.url()).await.unwrap();
     let store = database.ledger_store();
