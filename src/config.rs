@@ -91,6 +91,13 @@ pub struct ServeConfig {
     )]
     pub rate_limit_burst: u32,
 
+    /// How long an API key or a tool policy read from the database is reused, in
+    /// milliseconds (0: read every time). A change made through this server applies at
+    /// once; one made elsewhere (another server on the same PostgreSQL, `idem keys revoke`
+    /// on the same SQLite file) applies here once this much time has passed.
+    #[arg(long, env = "IDEM_READ_CACHE_MS", default_value_t = 1000)]
+    pub read_cache_ms: u64,
+
     /// Start with demo data: a sandbox provider, tools of every effect class, demo people
     /// (their passwords printed on stdout) and a simulated agent calling the API. Never for
     /// real deployments.
@@ -126,6 +133,7 @@ impl ServeConfig {
             session_idle: Duration::from_secs(30 * 60),
             rate_limit_per_second: 1000,
             rate_limit_burst: 2000,
+            read_cache_ms: 1000,
             demo: false,
             demo_pace_ms: 1500,
             log_format: "text".into(),

@@ -75,6 +75,7 @@ impl Application {
         let database = Database::open(&config.database.database_url).await?;
         let policy = IdentityPolicy {
             session_idle_timeout: chrono::Duration::from_std(config.session_idle)?,
+            key_cache_max_age: Duration::from_millis(config.read_cache_ms),
             ..IdentityPolicy::default()
         };
         let identity = Identity::new(database.identity_store(), policy);
@@ -89,7 +90,8 @@ impl Application {
         }
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
-        let mut ledger = Ledger::new(database.ledger_store());
+        let mut ledger = Ledger::new(database.ledger_store())
+            .with_policy_cache(Duration::from_millis(config.read_cache_ms));
         let approval_webhook = match approval_webhook(&config)? {
             Some((queue, worker)) => {
                 ledger = ledger.with_approval_notifier(queue);

@@ -25,6 +25,8 @@ pub mod ledger;
 #[cfg(feature = "ssr")]
 pub mod people_actions;
 #[cfg(feature = "ssr")]
+pub mod read_cache;
+#[cfg(feature = "ssr")]
 pub mod store_error;
 
 pub use error::UiError;

@@ -209,7 +209,9 @@ impl Workload for IdemHttp {
     async fn step(&self, task: usize, seq: u64) -> Result<(), StepError> {
         let new_key = || format!("{}-{task}-{seq}", self.prefix);
         match self.scenario {
-            Scenario::IdemNew => self.claim_and_complete(&new_key()).await,
+            Scenario::IdemNew | Scenario::IdemNewHalfPeak => {
+                self.claim_and_complete(&new_key()).await
+            }
             Scenario::IdemReplay => self.replay(task, seq).await,
             Scenario::IdemDuplicateStorm => self.duplicate().await,
             Scenario::IdemMixed => match MixedStep::pick(rand::random_range(0..100)) {

@@ -56,6 +56,17 @@ impl Measurement {
     }
 }
 
+impl From<&Measurement> for super::report::RunResult {
+    fn from(measured: &Measurement) -> Self {
+        Self {
+            throughput: measured.throughput(),
+            p50_ms: measured.percentile_ms(50.0),
+            p99_ms: measured.percentile_ms(99.0),
+            errors: measured.errors,
+        }
+    }
+}
+
 fn histogram() -> Histogram<u64> {
     // 1 µs to 10 minutes, 3 significant digits.
     Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
@@ -73,13 +84,7 @@ pub async fn run_for(
     let tasks: Vec<_> = (0..concurrency)
         .map(|task| tokio::spawn(task_loop(workload.clone(), task, deadline)))
         .collect();
-    let mut total = Measurement {
-        ok: 0,
-        errors: 0,
-        elapsed: Duration::ZERO,
-        latency: histogram(),
-        first_error: None,
-    };
+    let mut total = empty_measurement();
     for task in tasks {
         let part = task.await.expect("a bench task panicked");
         total.ok += part.ok;
@@ -94,14 +99,66 @@ pub async fn run_for(
     total
 }
 
-async fn task_loop(workload: Arc<dyn Workload>, task: usize, deadline: Instant) -> Measurement {
-    let mut part = Measurement {
+/// Starts steps at a fixed `rate` per second for `duration`, whatever the answers take (an
+/// open loop, as independent agents arrive), with at most `max_in_flight` steps running.
+/// Each latency counts from the step's scheduled start, so time spent queued behind a slow
+/// server counts too (no coordinated omission). Waits for the steps begun to finish.
+pub async fn run_at_rate(
+    workload: Arc<dyn Workload>,
+    rate: f64,
+    max_in_flight: usize,
+    duration: Duration,
+) -> Measurement {
+    let started = Instant::now();
+    let interval = Duration::from_secs_f64(1.0 / rate.max(1.0));
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_in_flight));
+    let mut steps = Vec::new();
+    let mut seq = 0u64;
+    loop {
+        let scheduled = started + interval.mul_f64(seq as f64);
+        if scheduled >= started + duration {
+            break;
+        }
+        tokio::time::sleep_until(scheduled.into()).await;
+        let slot = slots.clone().acquire_owned().await.expect("never closed");
+        let workload = workload.clone();
+        steps.push(tokio::spawn(async move {
+            let result = workload.step(0, seq).await;
+            drop(slot);
+            (result, scheduled.elapsed())
+        }));
+        seq += 1;
+    }
+    let mut total = empty_measurement();
+    for step in steps {
+        match step.await.expect("a bench step panicked") {
+            (Ok(()), took) => {
+                let micros = took.as_micros().max(1);
+                total.latency.saturating_record(micros as u64);
+                total.ok += 1;
+            }
+            (Err(error), _) => {
+                total.errors += 1;
+                total.first_error.get_or_insert_with(|| error.to_string());
+            }
+        }
+    }
+    total.elapsed = started.elapsed();
+    total
+}
+
+fn empty_measurement() -> Measurement {
+    Measurement {
         ok: 0,
         errors: 0,
         elapsed: Duration::ZERO,
         latency: histogram(),
         first_error: None,
-    };
+    }
+}
+
+async fn task_loop(workload: Arc<dyn Workload>, task: usize, deadline: Instant) -> Measurement {
+    let mut part = empty_measurement();
     let mut seq = 0;
     while Instant::now() < deadline {
         let begun = Instant::now();
@@ -155,5 +212,23 @@ mod tests {
             Some("unexpected outcome: odd")
         );
         assert!(measured.percentile_ms(50.0) >= 1.0);
+    }
+
+    #[tokio::test]
+    async fn an_open_loop_starts_steps_at_the_rate_and_counts_queueing_in_latency() {
+        let workload = Arc::new(Alternating(AtomicU64::new(0)));
+        let measured = run_at_rate(workload.clone(), 200.0, 4, Duration::from_millis(500)).await;
+        let calls = workload.0.load(Ordering::Relaxed);
+        assert_eq!(calls, 100, "200/s for half a second");
+        assert_eq!(measured.ok + measured.errors, calls);
+
+        // One slot for steps of at least 1 ms at 2,000/s: they queue, and the wait counts.
+        let workload = Arc::new(Alternating(AtomicU64::new(0)));
+        let queued = run_at_rate(workload, 2000.0, 1, Duration::from_millis(100)).await;
+        assert!(
+            queued.percentile_ms(99.0) > 20.0,
+            "the last steps waited behind the first: p99 {} ms",
+            queued.percentile_ms(99.0)
+        );
     }
 }

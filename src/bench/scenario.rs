@@ -33,6 +33,9 @@ pub enum Scenario {
     PgbenchClaimComplete,
     /// idem over HTTP: claim a new key, then complete it.
     IdemNew,
+    /// idem over HTTP: new claim+complete started at half of the peak `IdemNew` rate, as
+    /// independent agents arrive (an open loop), to read the latency at half of peak.
+    IdemNewHalfPeak,
     /// idem over HTTP: claim keys whose outcome is already stored (200, replayed).
     IdemReplay,
     /// idem over HTTP: every task claims one key while it is pending (409 each).
@@ -136,6 +139,7 @@ impl Scenario {
             Scenario::AxumHello => "floor: axum hello",
             Scenario::PgbenchClaimComplete => "floor: pgbench claim+complete",
             Scenario::IdemNew => "idem: new claim+complete",
+            Scenario::IdemNewHalfPeak => "idem: new claim+complete, open loop at half of peak",
             Scenario::IdemReplay => "idem: replay",
             Scenario::IdemDuplicateStorm => "idem: in-flight duplicate storm",
             Scenario::IdemMixed => "idem: mixed 80/15/5",
@@ -160,7 +164,7 @@ impl Scenario {
             }
             Scenario::IdemNew | Scenario::IdemMixed => Some(Scenario::StoreClaimComplete),
             Scenario::IdemReplay | Scenario::IdemDuplicateStorm => Some(Scenario::AxumHello),
-            Scenario::Dashboard(_) => None,
+            Scenario::IdemNewHalfPeak | Scenario::Dashboard(_) => None,
         }
     }
 }

@@ -90,9 +90,56 @@ pub async fn on_database(engine: Engine, url: &str, args: &BenchArgs) -> anyhow:
             };
             rows.push(measure.run(workload).await?);
         }
+        if scenario == Scenario::IdemNew {
+            let peak = rows
+                .iter()
+                .filter(|row| row.scenario == scenario)
+                .map(|row| row.throughput)
+                .fold(0.0, f64::max);
+            rows.push(half_peak(&server, engine, peak, args).await?);
+        }
     }
     server.stop().await;
     Ok(rows)
+}
+
+/// At most this many claims of the open loop run at once (its row's concurrency); at half of
+/// peak far fewer do, unless the server stalls.
+const OPEN_LOOP_MAX_IN_FLIGHT: usize = 256;
+
+/// New claim+complete started at half of `peak` per second, `runs` times.
+async fn half_peak(
+    server: &IdemServer,
+    engine: Engine,
+    peak: f64,
+    args: &BenchArgs,
+) -> anyhow::Result<Row> {
+    let scenario = Scenario::IdemNewHalfPeak;
+    let rate = peak / 2.0;
+    let mut runs = Vec::with_capacity(args.runs());
+    for run in 1..=args.runs() {
+        eprint!(
+            "{} ({}) at {rate:.0}/s, run {run}/{}… ",
+            scenario.label(),
+            engine.as_str(),
+            args.runs()
+        );
+        let workload: Arc<dyn Workload> = Arc::new(IdemHttp::prepare(server, scenario).await?);
+        let measured =
+            runner::run_at_rate(workload, rate, OPEN_LOOP_MAX_IN_FLIGHT, args.duration()).await;
+        eprintln!(
+            "{:.0}/s, p99 {:.1} ms",
+            measured.throughput(),
+            measured.percentile_ms(99.0)
+        );
+        runs.push(RunResult::from(&measured));
+    }
+    Ok(Row::from_runs(
+        scenario,
+        Some(engine),
+        OPEN_LOOP_MAX_IN_FLIGHT,
+        &runs,
+    ))
 }
 
 /// One row to measure, `runs` times.
@@ -139,12 +186,7 @@ impl Measure {
             if let Some(error) = &measured.first_error {
                 eprintln!("  {} errors; the first: {error}", measured.errors);
             }
-            runs.push(RunResult {
-                throughput: measured.throughput(),
-                p50_ms: measured.percentile_ms(50.0),
-                p99_ms: measured.percentile_ms(99.0),
-                errors: measured.errors,
-            });
+            runs.push(RunResult::from(&measured));
         }
         Ok(Row::from_runs(
             self.scenario,

@@ -22,6 +22,7 @@ mod operations;
 mod processes;
 mod provider;
 mod rate_limits;
+mod read_caches;
 mod roles;
 mod sandbox;
 mod sandbox_faults;

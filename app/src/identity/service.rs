@@ -11,6 +11,7 @@ use super::{
     SecretHash, SessionToken,
 };
 use crate::domain::{ApiKeyInfo, Namespace, Role, UserInfo, Username};
+use crate::read_cache::ReadCache;
 use crate::store_error::StoreError;
 
 /// What can go wrong in identity operations, as the adapters need to tell callers.
@@ -58,6 +59,8 @@ pub struct IdentityPolicy {
     pub min_password_length: usize,
     /// `last_used_at` of a key is written at most this often, to keep the agent path read-only.
     pub key_touch_interval: Duration,
+    /// How long an API key read from the database is reused (see [`ReadCache`]).
+    pub key_cache_max_age: std::time::Duration,
 }
 
 impl Default for IdentityPolicy {
@@ -67,6 +70,7 @@ impl Default for IdentityPolicy {
             session_idle_timeout: Duration::minutes(30),
             min_password_length: 8,
             key_touch_interval: Duration::seconds(60),
+            key_cache_max_age: std::time::Duration::from_secs(1),
         }
     }
 }
@@ -77,8 +81,13 @@ pub struct Identity {
     store: Arc<dyn IdentityStore>,
     hasher: PasswordHasher,
     throttle: Arc<LoginThrottle>,
+    /// API keys by hash, as last read: every agent request needs its key.
+    keys: Arc<ReadCache<SecretHash, ApiKeyInfo>>,
     policy: IdentityPolicy,
 }
+
+/// At most this many API keys are kept in memory (only keys that exist are kept).
+const KEY_CACHE_CAPACITY: usize = 10_000;
 
 impl Identity {
     /// The service over a store.
@@ -87,6 +96,7 @@ impl Identity {
             store,
             hasher: PasswordHasher::new(),
             throttle: Arc::default(),
+            keys: Arc::new(ReadCache::new(policy.key_cache_max_age, KEY_CACHE_CAPACITY)),
             policy,
         }
     }
@@ -193,7 +203,8 @@ impl Identity {
 
     /// The agent behind an API key, if the key exists and is not revoked.
     pub async fn agent_for_key(&self, key: &str) -> Result<Option<Agent>, IdentityError> {
-        let Some(info) = self.store.api_key_by_hash(&SecretHash::of(key)).await? else {
+        let hash = SecretHash::of(key);
+        let Some(mut info) = self.api_key(&hash).await? else {
             return Ok(None);
         };
         if info.revoked_at.is_some() {
@@ -201,13 +212,29 @@ impl Identity {
         }
         let now = Utc::now();
         if needs_touch(info.last_used_at, now, self.policy.key_touch_interval) {
+            let ticket = self.keys.ticket();
             self.store.touch_api_key(info.id, now).await?;
+            info.last_used_at = Some(now);
+            self.keys.fill(ticket, hash, info.clone());
         }
         Ok(Some(Agent {
             key_id: info.id,
             key_name: info.name,
             namespace: info.namespace,
         }))
+    }
+
+    /// The key stored under `hash`, from the cache when it was read recently.
+    async fn api_key(&self, hash: &SecretHash) -> Result<Option<ApiKeyInfo>, StoreError> {
+        if let Some(info) = self.keys.get(hash) {
+            return Ok(Some(info));
+        }
+        let ticket = self.keys.ticket();
+        let info = self.store.api_key_by_hash(hash).await?;
+        if let Some(info) = &info {
+            self.keys.fill(ticket, hash.clone(), info.clone());
+        }
+        Ok(info)
     }
 
     /// Creates a person.
@@ -318,7 +345,10 @@ impl Identity {
 
     /// Revokes a key; returns whether it exists. Revoking twice is harmless.
     pub async fn revoke_api_key(&self, id: Uuid) -> Result<bool, IdentityError> {
-        Ok(self.store.revoke_api_key(id, Utc::now()).await?)
+        let revoked = self.store.revoke_api_key(id, Utc::now()).await;
+        // Keys are cached by hash, not id; revocations are rare enough to forget them all.
+        self.keys.invalidate_all();
+        Ok(revoked?)
     }
 
     fn check_password(&self, password: &str) -> Result<(), IdentityError> {

@@ -18,6 +18,7 @@ use super::telemetry::Telemetry;
 use super::verdict::{Verdict, VerdictRefused};
 use super::write::Decision;
 use crate::domain::{Guarantee, Namespace, OperationStatus, ToolName, ToolPolicy};
+use crate::read_cache::ReadCache;
 use crate::store_error::StoreError;
 
 /// A claim as the agent sent it, before any checks.
@@ -86,7 +87,14 @@ pub struct Ledger {
     provider: Option<Arc<dyn Provider>>,
     pub(super) telemetry: Telemetry,
     notifier: Option<Arc<dyn ApprovalNotifier>>,
+    /// Tool policies as last read (`None`: not registered): every claim needs its tool's.
+    policies: Arc<ReadCache<ToolName, Option<ToolPolicy>>>,
 }
+
+/// How long a tool policy read from the database is reused unless told otherwise.
+const POLICY_CACHE_MAX_AGE: Duration = Duration::from_secs(1);
+/// At most this many tools' policies are kept in memory (agents may name any tool).
+const POLICY_CACHE_CAPACITY: usize = 10_000;
 
 /// The operation a claim is waiting on, if it waits at all.
 fn unsettled(claim: &Claim) -> Option<Uuid> {
@@ -135,7 +143,15 @@ impl Ledger {
             provider: None,
             telemetry: Telemetry::new(),
             notifier: None,
+            policies: Arc::new(ReadCache::new(POLICY_CACHE_MAX_AGE, POLICY_CACHE_CAPACITY)),
         }
+    }
+
+    /// The same ledger, reusing a tool policy read from the database for `max_age` (zero:
+    /// read it for every claim). Changes made through this ledger apply at once either way.
+    pub fn with_policy_cache(mut self, max_age: Duration) -> Self {
+        self.policies = Arc::new(ReadCache::new(max_age, POLICY_CACHE_CAPACITY));
+        self
     }
 
     /// The process's counters and histograms (`GET /metrics`).
@@ -265,8 +281,7 @@ impl Ledger {
     ) -> Result<ClaimRequest, LedgerError> {
         let tool = check_request(&request)?;
         let mut policy = self
-            .store
-            .tool(&tool)
+            .claim_policy(&tool)
             .await?
             .unwrap_or_else(ToolPolicy::default_for_unregistered);
         if request.runner == Runner::Idem {
@@ -275,6 +290,17 @@ impl Ledger {
             policy.lease_seconds = policy.lease_seconds.max(lease_covering_the_call(&policy));
         }
         prepare_claim(namespace, tool, request, policy)
+    }
+
+    /// The registered policy a claim runs under, from the cache when it was read recently.
+    async fn claim_policy(&self, tool: &ToolName) -> Result<Option<ToolPolicy>, StoreError> {
+        if let Some(policy) = self.policies.get(tool) {
+            return Ok(policy);
+        }
+        let ticket = self.policies.ticket();
+        let policy = self.store.tool(tool).await?;
+        self.policies.fill(ticket, tool.clone(), policy.clone());
+        Ok(policy)
     }
 
     /// Records a lease holder's report (`complete` or `unknown`).
@@ -352,7 +378,9 @@ impl Ledger {
         policy
             .validate()
             .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
-        Ok(self.store.put_tool(&name, &policy).await?)
+        let registered = self.store.put_tool(&name, &policy).await;
+        self.policies.invalidate(&name);
+        Ok(registered?)
     }
 
     /// Every registered tool.

@@ -115,7 +115,25 @@ fn a_dashboard_request_that_failed_is_not_measured_rather_than_fast() {
 }
 
 #[test]
-fn latency_is_read_where_throughput_first_reaches_half_of_the_peak() {
+fn latency_is_read_from_the_open_loop_at_half_of_the_peak_when_it_ran() {
+    let sqlite = Some(Engine::Sqlite);
+    let mut half = row(Scenario::IdemNew, sqlite, 16, 600.0);
+    half.p99_ms = 12.0;
+    let peak = row(Scenario::IdemNew, sqlite, 64, 1_000.0);
+    let mut open_loop = row(Scenario::IdemNewHalfPeak, sqlite, 256, 499.0);
+    open_loop.p99_ms = 6.0;
+    let targets = targets(&[peak, half, open_loop], &[], &PeerRates::default());
+    let latency = find(
+        &targets,
+        "p99 claim+complete ≤ 10 ms at half of peak (sqlite",
+    );
+    assert_eq!(latency.measured, Some(6.0));
+    assert_eq!(latency.verdict, Verdict::Met);
+    assert!(latency.target.contains("open loop, 499/s of 1000/s"));
+}
+
+#[test]
+fn without_an_open_loop_latency_is_read_where_throughput_first_reaches_half_of_the_peak() {
     let sqlite = Some(Engine::Sqlite);
     let mut slow = row(Scenario::IdemNew, sqlite, 1, 300.0);
     slow.p99_ms = 2.0;
