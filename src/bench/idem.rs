@@ -3,8 +3,11 @@
 
 use async_trait::async_trait;
 use clap::Parser;
+use hdrhistogram::Histogram;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde_json::{json, Value};
+use std::sync::Mutex;
+use std::time::Instant;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
@@ -96,6 +99,9 @@ pub struct IdemHttp {
     completed: Vec<String>,
     /// A key claimed before the run and left pending, for duplicates.
     pending: String,
+    /// Each claim's own latency in microseconds, half of a claim+complete step (kept only
+    /// for `IdemNewHalfPeak`, whose target is about claims).
+    claim_latency: Option<Mutex<Histogram<u64>>>,
 }
 
 /// The same arguments for every key, so a replay's fingerprint matches.
@@ -115,6 +121,8 @@ impl IdemHttp {
             pending: format!("{prefix}-pending"),
             prefix,
             completed: Vec::new(),
+            claim_latency: (scenario == Scenario::IdemNewHalfPeak)
+                .then(|| Mutex::new(super::runner::histogram())),
         };
         if matches!(scenario, Scenario::IdemReplay | Scenario::IdemMixed) {
             for index in 0..REPLAY_KEYS {
@@ -142,9 +150,23 @@ impl IdemHttp {
         Ok((status, response.bytes().await?.to_vec()))
     }
 
+    /// The claims' latencies so far (`IdemNewHalfPeak` only).
+    pub fn claim_latency(&self) -> Option<Histogram<u64>> {
+        let latency = self.claim_latency.as_ref()?;
+        Some(latency.lock().expect("latency lock").clone())
+    }
+
     async fn claim_and_complete(&self, key: &str) -> Result<(), StepError> {
+        let begun = Instant::now();
         let (status, body) = self.claim(key).await?;
         expect(status, 201, &body)?;
+        if let Some(latency) = &self.claim_latency {
+            let micros = begun.elapsed().as_micros().max(1) as u64;
+            latency
+                .lock()
+                .expect("latency lock")
+                .saturating_record(micros);
+        }
         let started: Value =
             serde_json::from_slice(&body).map_err(|e| StepError::Outcome(e.to_string()))?;
         let (Some(id), Some(token)) = (
@@ -209,7 +231,7 @@ impl Workload for IdemHttp {
     async fn step(&self, task: usize, seq: u64) -> Result<(), StepError> {
         let new_key = || format!("{}-{task}-{seq}", self.prefix);
         match self.scenario {
-            Scenario::IdemNew | Scenario::IdemNewHalfPeak => {
+            Scenario::IdemNew | Scenario::IdemNewHalfPeak | Scenario::IdemClaimHalfPeak => {
                 self.claim_and_complete(&new_key()).await
             }
             Scenario::IdemReplay => self.replay(task, seq).await,

@@ -27,6 +27,7 @@ pub trait Workload: Send + Sync {
 }
 
 /// What a run measured.
+#[derive(Clone)]
 pub struct Measurement {
     /// Steps that ended as expected (only these count towards throughput).
     pub ok: u64,
@@ -67,8 +68,8 @@ impl From<&Measurement> for super::report::RunResult {
     }
 }
 
-fn histogram() -> Histogram<u64> {
-    // 1 µs to 10 minutes, 3 significant digits.
+/// An empty latency histogram: 1 µs to 10 minutes, 3 significant digits.
+pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds")
 }
 

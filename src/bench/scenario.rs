@@ -36,6 +36,8 @@ pub enum Scenario {
     /// idem over HTTP: new claim+complete started at half of the peak `IdemNew` rate, as
     /// independent agents arrive (an open loop), to read the latency at half of peak.
     IdemNewHalfPeak,
+    /// The claims alone of `IdemNewHalfPeak` (each the first request of its step).
+    IdemClaimHalfPeak,
     /// idem over HTTP: claim keys whose outcome is already stored (200, replayed).
     IdemReplay,
     /// idem over HTTP: every task claims one key while it is pending (409 each).
@@ -140,6 +142,7 @@ impl Scenario {
             Scenario::PgbenchClaimComplete => "floor: pgbench claim+complete",
             Scenario::IdemNew => "idem: new claim+complete",
             Scenario::IdemNewHalfPeak => "idem: new claim+complete, open loop at half of peak",
+            Scenario::IdemClaimHalfPeak => "idem: its claims alone, open loop at half of peak",
             Scenario::IdemReplay => "idem: replay",
             Scenario::IdemDuplicateStorm => "idem: in-flight duplicate storm",
             Scenario::IdemMixed => "idem: mixed 80/15/5",
@@ -164,7 +167,9 @@ impl Scenario {
             }
             Scenario::IdemNew | Scenario::IdemMixed => Some(Scenario::StoreClaimComplete),
             Scenario::IdemReplay | Scenario::IdemDuplicateStorm => Some(Scenario::AxumHello),
-            Scenario::IdemNewHalfPeak | Scenario::Dashboard(_) => None,
+            Scenario::IdemNewHalfPeak | Scenario::IdemClaimHalfPeak | Scenario::Dashboard(_) => {
+                None
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use super::floors::{HelloServer, HelloWorkload, StoreFloor};
 use super::idem::{IdemHttp, IdemServer};
 use super::pgbench;
 use super::report::{Row, RunResult};
-use super::runner::{self, Workload};
+use super::runner::{self, Measurement, Workload};
 use super::scenario::{Engine, Scenario};
 use super::BenchArgs;
 use crate::storage::Database;
@@ -96,7 +96,7 @@ pub async fn on_database(engine: Engine, url: &str, args: &BenchArgs) -> anyhow:
                 .filter(|row| row.scenario == scenario)
                 .map(|row| row.throughput)
                 .fold(0.0, f64::max);
-            rows.push(half_peak(&server, engine, peak, args).await?);
+            rows.extend(half_peak(&server, engine, peak, args).await?);
         }
     }
     server.stop().await;
@@ -107,16 +107,18 @@ pub async fn on_database(engine: Engine, url: &str, args: &BenchArgs) -> anyhow:
 /// peak far fewer do, unless the server stalls.
 const OPEN_LOOP_MAX_IN_FLIGHT: usize = 256;
 
-/// New claim+complete started at half of `peak` per second, `runs` times.
+/// New claim+complete started at half of `peak` per second, `runs` times: a row for the
+/// steps and one for their claims alone.
 async fn half_peak(
     server: &IdemServer,
     engine: Engine,
     peak: f64,
     args: &BenchArgs,
-) -> anyhow::Result<Row> {
+) -> anyhow::Result<[Row; 2]> {
     let scenario = Scenario::IdemNewHalfPeak;
     let rate = peak / 2.0;
     let mut runs = Vec::with_capacity(args.runs());
+    let mut claim_runs = Vec::with_capacity(args.runs());
     for run in 1..=args.runs() {
         eprint!(
             "{} ({}) at {rate:.0}/s, run {run}/{}… ",
@@ -124,22 +126,34 @@ async fn half_peak(
             engine.as_str(),
             args.runs()
         );
-        let workload: Arc<dyn Workload> = Arc::new(IdemHttp::prepare(server, scenario).await?);
-        let measured =
-            runner::run_at_rate(workload, rate, OPEN_LOOP_MAX_IN_FLIGHT, args.duration()).await;
+        let workload = Arc::new(IdemHttp::prepare(server, scenario).await?);
+        let measured = runner::run_at_rate(
+            workload.clone(),
+            rate,
+            OPEN_LOOP_MAX_IN_FLIGHT,
+            args.duration(),
+        )
+        .await;
+        let claims = Measurement {
+            latency: workload.claim_latency().expect("kept for this scenario"),
+            ..measured.clone()
+        };
         eprintln!(
-            "{:.0}/s, p99 {:.1} ms",
+            "{:.0}/s, p99 {:.1} ms (claims alone {:.1} ms)",
             measured.throughput(),
-            measured.percentile_ms(99.0)
+            measured.percentile_ms(99.0),
+            claims.percentile_ms(99.0)
         );
         runs.push(RunResult::from(&measured));
+        claim_runs.push(RunResult::from(&claims));
     }
-    Ok(Row::from_runs(
-        scenario,
-        Some(engine),
-        OPEN_LOOP_MAX_IN_FLIGHT,
-        &runs,
-    ))
+    let row = |scenario, runs: &[RunResult]| {
+        Row::from_runs(scenario, Some(engine), OPEN_LOOP_MAX_IN_FLIGHT, runs)
+    };
+    Ok([
+        row(scenario, &runs),
+        row(Scenario::IdemClaimHalfPeak, &claim_runs),
+    ])
 }
 
 /// One row to measure, `runs` times.
