@@ -35,9 +35,21 @@ use crate::provider::HttpProvider;
 use crate::storage::Database;
 use crate::workers::{ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler, WebhookQueue};
 
-/// What every handler and server function can reach.
+/// What every handler and server function can reach. Handlers get it by value, so a clone
+/// is one reference count, not one per service inside (that showed in a replay's profile).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// The services behind [`AppState`].
+pub struct Services {
     pub database: Database,
     pub audit: AuditLog,
     pub identity: Identity,
@@ -100,7 +112,7 @@ impl Application {
             None => None,
         };
         let ledger = ledger.with_provider(Arc::new(HttpProvider::new()?));
-        let state = AppState {
+        let state = AppState(Arc::new(Services {
             people_actions: PeopleActions::new(ledger.clone(), audit.clone()),
             admin_actions: AdminActions::new(ledger.clone(), identity.clone(), audit.clone()),
             ledger,
@@ -116,7 +128,7 @@ impl Application {
                 config.rate_limit_burst,
             ),
             leptos_options: leptos_options(&config, site_addr),
-        };
+        }));
         let router = router(state.clone(), &config);
         let demo = if config.demo {
             Some(Demo::prepare(&state, &config, site_addr).await?)

@@ -421,8 +421,10 @@ macro_rules! impl_ledger_store {
 
             async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError> {
                 self.quiet_events.flush().await;
+                // By time, not by insertion: quiet events are inserted behind, possibly after
+                // a change that happened later; `seq` orders events of the same instant.
                 let rows: Vec<EventRow> =
-                    sqlx::query_as("select operation_id, at, kind, actor, detail from operation_events where operation_id = $1 order by seq")
+                    sqlx::query_as("select operation_id, at, kind, actor, detail from operation_events where operation_id = $1 order by at, seq")
                         .bind(id)
                         .fetch_all(&self.$reader)
                         .await

@@ -15,6 +15,7 @@ conformance!(
     run;
     a_replay_is_answered_while_another_writer_holds_the_database,
     quiet_events_recorded_before_close_are_stored,
+    a_quiet_event_written_after_a_later_change_is_listed_in_the_order_things_happened,
 );
 
 /// These checks need the database itself (another connection, a reopening), not only its
@@ -147,4 +148,56 @@ async fn quiet_events_recorded_before_close_are_stored(backend: Backend) {
         .count();
     assert_eq!(rejected, 20, "closing writes what was recorded");
     reopened.close().await;
+}
+
+/// A refused duplicate's event may reach the database after a change that happened later
+/// (the operation's completion, a person's resolve): the trail still lists it first.
+async fn a_quiet_event_written_after_a_later_change_is_listed_in_the_order_things_happened(
+    backend: Backend,
+) {
+    let db = TestDatabase::create(backend).await;
+    let database = Database::open(db.url()).await.unwrap();
+    let store = database.ledger_store();
+    let order = request("billing", "order-9", "refund");
+    let (started, token) = start(store.as_ref(), &order).await;
+    let duplicate = store.claim(&order, "agent:test/k", fresh()).await.unwrap();
+    let completion = Report::Completed {
+        succeeded: true,
+        result: None,
+        error: None,
+        retryable: false,
+        provider_ref: None,
+    };
+    store
+        .report(
+            &order.namespace,
+            started.id,
+            &token,
+            &completion,
+            "agent:test/k",
+        )
+        .await
+        .unwrap()
+        .unwrap()
+        .outcome
+        .expect("completed");
+    // Only now is the duplicate's event handed to the writer behind.
+    store.record_quiet_events(duplicate.events);
+
+    let kinds: Vec<EventKind> = store
+        .events(started.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|event| event.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::Claimed,
+            EventKind::InFlightRejected,
+            EventKind::Completed
+        ]
+    );
+    database.close().await;
 }
