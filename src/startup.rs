@@ -84,7 +84,7 @@ impl Application {
     /// Opens and migrates the database, bootstraps the first admin on an empty install, binds
     /// the listener and, with `--demo`, sets up the demo (which starts with [`Self::run`]).
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
-        let database = Database::open(&config.database.database_url).await?;
+        let database = Database::open_to_serve(&config.database.database_url).await?;
         let policy = IdentityPolicy {
             session_idle_timeout: chrono::Duration::from_std(config.session_idle)?,
             key_cache_max_age: Duration::from_millis(config.read_cache_ms),

@@ -12,6 +12,8 @@
 ///   its commit (on SQLite possibly together with other changes: group commit), publishing
 ///   the changes `work` returns; and `quiet_events` (a `QuietEvents`);
 /// - `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>` (the clock of leases);
+/// - on the store, `finals()`: the final outcomes it keeps in memory, if it may (see
+///   `FinalOutcomes`; `FinalOutcomes` itself must be in scope);
 /// - `async fn live_now(&mut $conn, &Namespace, &str, lock: bool)` and
 ///   `async fn locked_now(&mut $conn, Uuid)`: an operation (the live one of a key; one by id,
 ///   locked) with the time it was read at, in one round trip where the database tells time.
@@ -277,12 +279,31 @@ macro_rules! impl_ledger_store {
             actor: &str,
             fresh: &Fresh,
         ) -> Result<Option<Decision<Claim>>, StoreError> {
-            let mut conn = store.$reader.acquire().await.map_err(store_error)?;
-            let Some((live, now)) = live_now(&mut conn, &request.namespace, &to_text(&request.key), false).await? else {
-                return Ok(None);
+            let finals = store.finals();
+            let (live, now) = match finals.and_then(|f| f.get(&request.namespace, &request.key)) {
+                Some(kept) => kept,
+                None => {
+                    let ticket = finals.map(FinalOutcomes::ticket);
+                    let mut conn = store.$reader.acquire().await.map_err(store_error)?;
+                    let Some((live, now)) = live_now(&mut conn, &request.namespace, &to_text(&request.key), false).await? else {
+                        return Ok(None);
+                    };
+                    if let (Some(finals), Some(ticket)) = (finals, ticket) {
+                        finals.keep(ticket, &live);
+                    }
+                    (live, now)
+                }
             };
             let decision = decide_claim(Some(live), request, actor, fresh.clone(), now);
             Ok(decision.writes.is_empty().then_some(decision))
+        }
+
+        /// After a commit, before its caller hears of it: the keys whose final outcome it
+        /// changed are no longer answered from memory.
+        fn forget_changed<T>(store: &$store, decision: &Decision<T>) {
+            if let Some(finals) = store.finals() {
+                finals.forget_changed(&decision.writes);
+            }
         }
 
         #[async_trait::async_trait]
@@ -297,7 +318,7 @@ macro_rules! impl_ledger_store {
                     return Ok(decision);
                 }
                 let input = Arc::new((request.clone(), actor.to_owned(), fresh));
-                self.write(move |tx| {
+                let decision = self.write(move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (request, actor, fresh) = &*input;
@@ -310,7 +331,9 @@ macro_rules! impl_ledger_store {
                         Ok((decision, changes))
                     })
                 })
-                .await
+                .await?;
+                forget_changed(self, &decision);
+                Ok(decision)
             }
 
             async fn report(
@@ -322,7 +345,7 @@ macro_rules! impl_ledger_store {
                 actor: &str,
             ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
                 let input = Arc::new((namespace.clone(), token.to_owned(), report.clone(), actor.to_owned()));
-                self.write(move |tx| {
+                let decision = self.write(move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (namespace, token, report, actor) = &*input;
@@ -332,7 +355,11 @@ macro_rules! impl_ledger_store {
                         }).await
                     })
                 })
-                .await
+                .await?;
+                if let Some(decision) = &decision {
+                    forget_changed(self, decision);
+                }
+                Ok(decision)
             }
 
             async fn decide(
@@ -342,7 +369,7 @@ macro_rules! impl_ledger_store {
                 username: &str,
             ) -> Result<Option<Decision<Result<Operation, VerdictRefused>>>, StoreError> {
                 let input = Arc::new((verdict.clone(), username.to_owned()));
-                self.write(move |tx| {
+                let decision = self.write(move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (verdict, username) = &*input;
@@ -351,7 +378,11 @@ macro_rules! impl_ledger_store {
                         }).await
                     })
                 })
-                .await
+                .await?;
+                if let Some(decision) = &decision {
+                    forget_changed(self, decision);
+                }
+                Ok(decision)
             }
 
             async fn settle(
@@ -361,7 +392,7 @@ macro_rules! impl_ledger_store {
                 actor: &str,
             ) -> Result<Option<Decision<Result<Operation, SettleRefused>>>, StoreError> {
                 let input = Arc::new((settlement.clone(), actor.to_owned()));
-                self.write(move |tx| {
+                let decision = self.write(move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (settlement, actor) = &*input;
@@ -370,7 +401,11 @@ macro_rules! impl_ledger_store {
                         }).await
                     })
                 })
-                .await
+                .await?;
+                if let Some(decision) = &decision {
+                    forget_changed(self, decision);
+                }
+                Ok(decision)
             }
 
             async fn take_due_reconciliations(

@@ -2,6 +2,7 @@
 //! (scale-out). Both implement the same traits and pass one conformance suite.
 
 mod audit_sql;
+mod final_outcomes;
 mod identity_sql;
 mod ledger_sql;
 mod metrics_sql;
@@ -34,6 +35,17 @@ pub enum OpenError {
     Connect(#[source] sqlx::Error),
     #[error("cannot migrate the database: {0}")]
     Migrate(#[source] sqlx::migrate::MigrateError),
+    #[error(
+        "another idem server is serving this SQLite file (it holds {}); one server per \
+         SQLite file: several servers need PostgreSQL",
+        .0.display()
+    )]
+    ServedElsewhere(std::path::PathBuf),
+    #[error("cannot lock {}: {source}", .path.display())]
+    Lock {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// An open, migrated database of either kind.
@@ -46,8 +58,24 @@ pub enum Database {
 impl Database {
     /// Opens the database named by the URL's scheme and brings its schema up to date.
     pub async fn open(url: &str) -> Result<Self, OpenError> {
+        Self::open_as(url, false).await
+    }
+
+    /// Opens the database for `idem serve`: as [`Database::open`], and a SQLite file is held
+    /// for this process alone (a second server on it is refused), which lets the store keep
+    /// final outcomes in memory. The command line's other commands may still open it.
+    pub async fn open_to_serve(url: &str) -> Result<Self, OpenError> {
+        Self::open_as(url, true).await
+    }
+
+    async fn open_as(url: &str, serving: bool) -> Result<Self, OpenError> {
         let database = if url.starts_with("sqlite:") {
-            Database::Sqlite(SqliteStore::open(url).await?)
+            let store = if serving {
+                SqliteStore::open_to_serve(url).await?
+            } else {
+                SqliteStore::open(url).await?
+            };
+            Database::Sqlite(store)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Database::Postgres(PostgresStore::open(url).await?)
         } else {

@@ -171,13 +171,18 @@ async fn no_credentials_is_401_in_the_error_shape(db: Db) {
 }
 
 async fn the_first_start_creates_one_admin_and_a_restart_does_not(db: Db) {
-    let app = TestApp::spawn(db).await;
-    let users = app.state.identity.list_users().await.unwrap();
+    let database = idem::storage::testing::TestDatabase::create(db).await;
+    let config = idem::config::ServeConfig::for_tests(database.url());
+    let first = idem::startup::Application::build(config.clone())
+        .await
+        .unwrap();
+    let users = first.state().identity.list_users().await.unwrap();
     assert_eq!(users.len(), 1);
     assert_eq!(users[0].username.as_str(), "admin");
     assert_eq!(users[0].role, Role::Admin);
+    // Stopped (it never ran): a SQLite file is served by one server at a time.
+    drop(first);
 
-    let config = idem::config::ServeConfig::for_tests(app.database.url());
     let again = idem::startup::Application::build(config).await.unwrap();
     assert_eq!(again.state().identity.list_users().await.unwrap().len(), 1);
 }

@@ -212,6 +212,27 @@ async fn sigterm_lets_requests_in_flight_finish(db: Db) {
     );
 }
 
+/// One server per SQLite file: it answers replays from memory, which only the process that
+/// alone changes the file may do. A second one is refused; the command line still works.
+#[tokio::test]
+async fn sqlite_a_second_server_on_the_same_file_is_refused() {
+    let database = TestDatabase::create(Db::Sqlite).await;
+    let first = ServerProcess::start(database.url());
+    let second = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("IDEM_DATABASE_URL", database.url())
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains("another idem server is serving this SQLite file"),
+        "{stderr}"
+    );
+    let key = cli_key(database.url(), "billing");
+    assert_eq!(first.agent(&key).me().await.status(), 200);
+}
+
 /// Two server processes on one PostgreSQL database: 500 concurrent claims of one new key,
 /// spread over both, start exactly one operation. (SQLite serves one process only.)
 #[tokio::test]

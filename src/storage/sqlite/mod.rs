@@ -7,8 +7,10 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::final_outcomes::FinalOutcomes;
 use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
 use group_commit::GroupCommit;
@@ -33,9 +35,46 @@ pub struct SqliteStore {
     group_commit: GroupCommit,
     quiet_events: QuietEvents,
     changes: Changes,
+    /// Kept only by the store `idem serve` opened, which alone changes the file.
+    finals: Option<Arc<FinalOutcomes>>,
+    /// `idem serve`'s hold on the file, released when the last clone of the store is gone
+    /// (or the process is).
+    _served: Option<Arc<std::fs::File>>,
 }
 
 impl SqliteStore {
+    /// Opens the file for `idem serve`: only if no other server holds it, and then holding
+    /// it, so that this store alone changes operations and may keep their final outcomes.
+    pub async fn open_to_serve(url: &str) -> Result<Self, OpenError> {
+        let database_file = SqliteConnectOptions::from_str(url)
+            .map_err(OpenError::Connect)?
+            .get_filename()
+            .to_owned();
+        let mut lock_path = database_file.into_os_string();
+        lock_path.push("-serve.lock");
+        let lock_path = std::path::PathBuf::from(lock_path);
+        let lock = std::fs::File::create(&lock_path).map_err(|source| OpenError::Lock {
+            path: lock_path.clone(),
+            source,
+        })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(OpenError::ServedElsewhere(lock_path))
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(OpenError::Lock {
+                    path: lock_path,
+                    source,
+                })
+            }
+        }
+        let mut store = Self::open(url).await?;
+        store.finals = Some(Arc::default());
+        store._served = Some(Arc::new(lock));
+        Ok(store)
+    }
+
     /// Opens (creating if missing) the database file of a `sqlite://PATH` URL.
     pub async fn open(url: &str) -> Result<Self, OpenError> {
         let options = SqliteConnectOptions::from_str(url)
@@ -65,7 +104,14 @@ impl SqliteStore {
             group_commit,
             quiet_events,
             changes,
+            finals: None,
+            _served: None,
         })
+    }
+
+    /// Final outcomes kept in memory (see `FinalOutcomes` for why SQLite may).
+    pub(super) fn finals(&self) -> Option<&FinalOutcomes> {
+        self.finals.as_deref()
     }
 
     /// Every operation change committed through this store.
@@ -93,3 +139,27 @@ impl SqliteStore {
 }
 
 impl_audit_store!(store: SqliteStore, reader: reader, writer: writer);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::testing::{Backend, TestDatabase};
+
+    #[tokio::test]
+    async fn one_server_at_a_time_holds_a_file_while_other_commands_still_open_it() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let serving = SqliteStore::open_to_serve(db.url()).await.unwrap();
+        let second = SqliteStore::open_to_serve(db.url()).await;
+        assert!(
+            matches!(second, Err(OpenError::ServedElsewhere(_))),
+            "a second server is refused"
+        );
+        let command = SqliteStore::open(db.url()).await.unwrap();
+        command.close().await;
+
+        serving.close().await;
+        drop(serving);
+        let next = SqliteStore::open_to_serve(db.url()).await.unwrap();
+        next.close().await;
+    }
+}

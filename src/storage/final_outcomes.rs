@@ -1,0 +1,82 @@
+//! Final outcomes (succeeded, failed, rejected) of live keys, kept in memory so that a replay
+//! is answered without a database read.
+//!
+//! Only a store that alone changes its database may keep them, since it learns of changes
+//! from its own commits: SQLite opened by `idem serve`, which holds its file (`SqliteStore::open_to_serve`). After
+//! every committed change to a row that was final, the store forgets that key before the
+//! change's caller is answered; a read that raced the change cannot put the old row back
+//! (see [`ReadCache`]). So once a resolve, an expire or a new attempt has returned, no claim
+//! is answered from the row before it.
+
+use app::domain::{IdempotencyKey, Namespace};
+use app::ledger::{Operation, Write};
+use app::read_cache::{FillTicket, ReadCache};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use std::time::Duration;
+
+/// How long a final outcome is kept; only memory turnover depends on it (entries are exact).
+const MAX_AGE: Duration = Duration::from_secs(10);
+/// At most this many outcomes are kept (an operation with its result is a few kB at most).
+const CAPACITY: usize = 10_000;
+
+/// Final outcomes by `(namespace, key)`.
+pub struct FinalOutcomes {
+    cache: ReadCache<(Namespace, IdempotencyKey), Operation>,
+}
+
+impl Default for FinalOutcomes {
+    fn default() -> Self {
+        Self {
+            cache: ReadCache::new(MAX_AGE, CAPACITY),
+        }
+    }
+}
+
+impl FinalOutcomes {
+    /// The key's final operation if kept, with the time to decide at: the process clock,
+    /// which is the clock of the only store that keeps final outcomes (SQLite's).
+    pub fn get(
+        &self,
+        namespace: &Namespace,
+        key: &IdempotencyKey,
+    ) -> Option<(Operation, DateTime<Utc>)> {
+        let operation = self.cache.get(&(namespace.clone(), key.clone()))?;
+        let now = Utc::now();
+        let now = now
+            .duration_trunc(TimeDelta::microseconds(1))
+            .unwrap_or(now);
+        Some((operation, now))
+    }
+
+    /// To be taken before reading a key's live operation.
+    pub fn ticket(&self) -> FillTicket {
+        self.cache.ticket()
+    }
+
+    /// Keeps the live operation read with `ticket`, if it is final.
+    pub fn keep(&self, ticket: FillTicket, operation: &Operation) {
+        if operation.status.is_final() {
+            let key = (operation.namespace.clone(), operation.key.clone());
+            self.cache.fill(ticket, key, operation.clone());
+        }
+    }
+
+    /// Forgets the keys whose final row these committed writes changed: an update of a
+    /// final operation (an expiry, a new attempt after a retryable failure), or a key whose
+    /// operation was retired for a successor.
+    pub fn forget_changed(&self, writes: &[Write]) {
+        let retired = writes.iter().any(|w| matches!(w, Write::Retire { .. }));
+        for write in writes {
+            let changed = match write {
+                Write::Update {
+                    after,
+                    expected_status,
+                } if expected_status.is_final() => after,
+                Write::Insert(successor) if retired => successor,
+                _ => continue,
+            };
+            self.cache
+                .invalidate(&(changed.namespace.clone(), changed.key.clone()));
+        }
+    }
+}
