@@ -218,9 +218,8 @@ fn completion(succeeded: bool, retryable: bool) -> Report {
     }
 }
 
-/// Starts and completes the order's operation; replays it a few times (on SQLite the
-/// server's store now keeps it in memory).
-async fn completed_and_replayed(
+/// Starts and completes the order's operation.
+async fn completed(
     store: &dyn LedgerStore,
     order: &app::ledger::ClaimRequest,
     report: &Report,
@@ -232,7 +231,17 @@ async fn completed_and_replayed(
         .unwrap()
         .unwrap()
         .outcome
-        .expect("completed");
+        .expect("completed")
+}
+
+/// Starts and completes the order's operation; replays it a few times (on SQLite the
+/// server's store now keeps it in memory).
+async fn completed_and_replayed(
+    store: &dyn LedgerStore,
+    order: &app::ledger::ClaimRequest,
+    report: &Report,
+) -> Operation {
+    let started = completed(store, order, report).await;
     for _ in 0..3 {
         let replay = store.claim(order, "agent:test/k", fresh()).await.unwrap();
         assert!(
@@ -279,7 +288,8 @@ async fn once_an_expiry_or_a_new_attempt_returned_no_claim_is_answered_from_the_
     }
 
     let retry = request("billing", "order-11", "refund");
-    let failed = completed_and_replayed(store.as_ref(), &retry, &completion(false, true)).await;
+    // A retryable failure is not replayed: the claim that reads it goes on to write.
+    let failed = completed(store.as_ref(), &retry, &completion(false, true)).await;
     match store
         .claim(&retry, "agent:test/k", fresh())
         .await
@@ -329,6 +339,9 @@ async fn replays_racing_an_expiry_never_answer_from_the_old_row_once_it_returned
                         Claim::Replayed { operation, .. } if operation.id == first.id
                     );
                     seen.push((begun, replayed_old));
+                    // A replay from memory never waits: let the expiry's task run too (this
+                    // test's runtime has one thread; a server's requests wait on sockets).
+                    tokio::task::yield_now().await;
                 }
                 seen
             })
