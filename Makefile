@@ -83,9 +83,10 @@ PEERS_ARGS ?= --concurrency 1,16,32,64
 RESTATE_DIR := bench/peers/restate
 
 ## bench-peers: measure Restate's idempotent calls next to idem's (about 3 minutes; needs Node.js)
-bench-peers: $(RESTATE_DIR)/node_modules/.package-lock.json
+# `build` as for `make bench`: a plain `cargo build --release` has other compiler flags than
+# cargo-leptos's (type-erased views) and would rebuild every dependency, twice over.
+bench-peers: build $(RESTATE_DIR)/node_modules/.package-lock.json
 	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip idem's PostgreSQL rows !!!" >&2
-	cargo build --release --bin idem
 	./target/release/idem bench --peers --restate-dir $(RESTATE_DIR) --out bench/results $(PEERS_ARGS)
 
 # restate-server and the SDK, installed exactly as locked, only when node_modules is missing

@@ -55,13 +55,7 @@ async fn a_tool_changed_through_this_server_governs_the_next_claim(db: Db) {
 
 async fn a_key_revoked_on_the_command_line_is_refused_once_the_cached_copy_is_a_second_old(db: Db) {
     let app = TestApp::spawn(db).await;
-    let key = app.api_key("support-bot").await;
-    let agent = app.agent_with_key(&key);
-    assert_eq!(agent.me().await.status(), 200);
-    let id = key_id(&app).await;
-
-    let revoked = idem(&["keys", "revoke", &id], app.database.url(), None);
-    assert!(revoked.status.success(), "{revoked:?}");
+    let agent = used_then_revoked_on_the_command_line(&app).await;
     let took = time_until_refused(&agent).await;
     assert!(
         took < CONVERGENCE,
@@ -71,14 +65,20 @@ async fn a_key_revoked_on_the_command_line_is_refused_once_the_cached_copy_is_a_
 
 async fn with_the_cache_off_a_key_revoked_elsewhere_is_refused_at_once(db: Db) {
     let app = TestApp::spawn_with(db, |config| config.read_cache_ms = 0).await;
+    let agent = used_then_revoked_on_the_command_line(&app).await;
+    assert_error(agent.me().await, 401, "unauthorized").await;
+}
+
+/// An agent whose key was used (so read, and cached if caching is on), then revoked with
+/// `idem keys revoke`, another process.
+async fn used_then_revoked_on_the_command_line(app: &TestApp) -> Client {
     let key = app.api_key("support-bot").await;
     let agent = app.agent_with_key(&key);
     assert_eq!(agent.me().await.status(), 200);
-    let id = key_id(&app).await;
-
+    let id = key_id(app).await;
     let revoked = idem(&["keys", "revoke", &id], app.database.url(), None);
     assert!(revoked.status.success(), "{revoked:?}");
-    assert_error(agent.me().await, 401, "unauthorized").await;
+    agent
 }
 
 /// Two servers on one PostgreSQL database, each with its own caches: a key revoked and a
