@@ -5,7 +5,7 @@ use app::ledger::{BeginRequest, Claim, Lease, Operation};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -48,17 +48,16 @@ fn header_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     }
 }
 
-/// `{"operation", "lease"}`: the caller must now execute the tool, then report.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)] // documentation only: `claim_response` answers with `json!`
+/// `{"operation", "lease"}`: the caller must now execute the tool, then report. Serialized
+/// straight from the operation (no JSON tree in between: this is the hot path).
+#[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct StartedBody {
     operation: Operation,
     lease: Lease,
 }
 
 /// `{"operation", "replayed": true, "note"}`: the stored outcome, and no new action taken.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)] // documentation only: `claim_response` answers with `json!`
+#[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct ReplayedBody {
     operation: Operation,
     #[schema(example = true)]
@@ -190,7 +189,7 @@ pub(crate) fn prefer_wait(headers: &HeaderMap) -> Option<u64> {
 pub(crate) fn claim_response(claim: Claim) -> Response {
     match claim {
         Claim::Started { operation, lease } => {
-            let body = json!({ "operation": operation, "lease": { "token": lease.token, "expires_at": lease.expires_at } });
+            let body = StartedBody { operation, lease };
             (StatusCode::CREATED, AppJson(body)).into_response()
         }
         Claim::AwaitingApproval { operation } => (
@@ -201,7 +200,11 @@ pub(crate) fn claim_response(claim: Claim) -> Response {
         )
             .into_response(),
         Claim::Replayed { operation, note } => {
-            let body = json!({ "operation": operation, "replayed": true, "note": note });
+            let body = ReplayedBody {
+                operation,
+                replayed: true,
+                note,
+            };
             let headers = [("idempotent-replayed", HeaderValue::from_static("true"))];
             (StatusCode::OK, headers, AppJson(body)).into_response()
         }
