@@ -9,7 +9,7 @@
 //! is answered from the row before it.
 
 use app::domain::{IdempotencyKey, Namespace};
-use app::ledger::{Operation, Write};
+use app::ledger::{Decision, Operation, Write};
 use app::read_cache::{FillTicket, ReadCache};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use std::time::Duration;
@@ -18,6 +18,23 @@ use std::time::Duration;
 const MAX_AGE: Duration = Duration::from_secs(10);
 /// At most this many outcomes are kept (an operation with its result is a few kB at most).
 const CAPACITY: usize = 10_000;
+
+/// What a committed change wrote: a decision, or none (no such operation).
+pub trait MadeWrites {
+    fn writes(&self) -> &[Write];
+}
+
+impl<T> MadeWrites for Decision<T> {
+    fn writes(&self) -> &[Write] {
+        &self.writes
+    }
+}
+
+impl<T> MadeWrites for Option<Decision<T>> {
+    fn writes(&self) -> &[Write] {
+        self.as_ref().map_or(&[], |decision| &decision.writes)
+    }
+}
 
 /// Final outcomes by `(namespace, key)`.
 pub struct FinalOutcomes {

@@ -298,12 +298,28 @@ macro_rules! impl_ledger_store {
             Ok(decision.writes.is_empty().then_some(decision))
         }
 
-        /// After a commit, before its caller hears of it: the keys whose final outcome it
-        /// changed are no longer answered from memory.
-        fn forget_changed<T>(store: &$store, decision: &Decision<T>) {
-            if let Some(finals) = store.finals() {
-                finals.forget_changed(&decision.writes);
+        /// Runs a change (as `write`) and then, before its caller hears of it, forgets the
+        /// final outcomes it changed. Where outcomes are kept, both run on a task of their
+        /// own: the commit goes on if the caller goes away (a cancelled request), so the
+        /// forgetting must not depend on the caller either.
+        async fn write_and_forget<T, F>(store: &$store, work: F) -> Result<T, StoreError>
+        where
+            T: MadeWrites + Send + 'static,
+            F: for<'c> Fn(&'c mut $conn) -> Staging<'c, T> + Send + 'static,
+        {
+            if store.finals().is_none() {
+                return store.write(work).await;
             }
+            let store = store.clone();
+            tokio::spawn(async move {
+                let made = store.write(work).await?;
+                if let Some(finals) = store.finals() {
+                    finals.forget_changed(made.writes());
+                }
+                Ok(made)
+            })
+            .await
+            .map_err(|error| StoreError::Backend(Box::new(error)))?
         }
 
         #[async_trait::async_trait]
@@ -318,7 +334,7 @@ macro_rules! impl_ledger_store {
                     return Ok(decision);
                 }
                 let input = Arc::new((request.clone(), actor.to_owned(), fresh));
-                let decision = self.write(move |tx| {
+                write_and_forget(self, move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (request, actor, fresh) = &*input;
@@ -331,9 +347,7 @@ macro_rules! impl_ledger_store {
                         Ok((decision, changes))
                     })
                 })
-                .await?;
-                forget_changed(self, &decision);
-                Ok(decision)
+                .await
             }
 
             async fn report(
@@ -345,7 +359,7 @@ macro_rules! impl_ledger_store {
                 actor: &str,
             ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
                 let input = Arc::new((namespace.clone(), token.to_owned(), report.clone(), actor.to_owned()));
-                let decision = self.write(move |tx| {
+                write_and_forget(self, move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (namespace, token, report, actor) = &*input;
@@ -355,11 +369,7 @@ macro_rules! impl_ledger_store {
                         }).await
                     })
                 })
-                .await?;
-                if let Some(decision) = &decision {
-                    forget_changed(self, decision);
-                }
-                Ok(decision)
+                .await
             }
 
             async fn decide(
@@ -369,7 +379,7 @@ macro_rules! impl_ledger_store {
                 username: &str,
             ) -> Result<Option<Decision<Result<Operation, VerdictRefused>>>, StoreError> {
                 let input = Arc::new((verdict.clone(), username.to_owned()));
-                let decision = self.write(move |tx| {
+                write_and_forget(self, move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (verdict, username) = &*input;
@@ -378,11 +388,7 @@ macro_rules! impl_ledger_store {
                         }).await
                     })
                 })
-                .await?;
-                if let Some(decision) = &decision {
-                    forget_changed(self, decision);
-                }
-                Ok(decision)
+                .await
             }
 
             async fn settle(
@@ -392,7 +398,7 @@ macro_rules! impl_ledger_store {
                 actor: &str,
             ) -> Result<Option<Decision<Result<Operation, SettleRefused>>>, StoreError> {
                 let input = Arc::new((settlement.clone(), actor.to_owned()));
-                let decision = self.write(move |tx| {
+                write_and_forget(self, move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (settlement, actor) = &*input;
@@ -401,11 +407,7 @@ macro_rules! impl_ledger_store {
                         }).await
                     })
                 })
-                .await?;
-                if let Some(decision) = &decision {
-                    forget_changed(self, decision);
-                }
-                Ok(decision)
+                .await
             }
 
             async fn take_due_reconciliations(

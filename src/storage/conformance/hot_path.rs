@@ -412,3 +412,44 @@ async fn sqlite_a_served_store_answers_replays_of_final_outcomes_from_memory() {
         database.close().await;
     }
 }
+
+/// A person's expiry whose request is cancelled after it reached the writer still commits;
+/// the kept outcome must still be forgotten, or replays would answer from the old row.
+#[tokio::test]
+async fn sqlite_an_expiry_whose_caller_went_away_is_still_forgotten() {
+    let db = TestDatabase::create(Backend::Sqlite).await;
+    let database = Database::open_to_serve(db.url()).await.unwrap();
+    let store = database.ledger_store();
+    let order = request("billing", "order-14", "refund");
+    let first = completed_and_replayed(store.as_ref(), &order, &completion(true, false)).await;
+
+    // The writer waits for this lock, so the expiry is queued but not yet committed when
+    // its caller goes away.
+    let held = HeldWriteLock::take(Backend::Sqlite, db.url()).await;
+    let expiry = {
+        let (store, first) = (store.clone(), first.clone());
+        tokio::spawn(async move { expire(store.as_ref(), &first).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    expiry.abort();
+    held.release().await;
+
+    let waited = Instant::now();
+    while store.operation(first.id).await.unwrap().unwrap().expires_at > chrono::Utc::now() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the expiry never committed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    match store
+        .claim(&order, "agent:test/k", fresh())
+        .await
+        .unwrap()
+        .outcome
+    {
+        Claim::Started { operation, .. } => assert_ne!(operation.id, first.id),
+        other => panic!("the expired key starts afresh, got {other:?}"),
+    }
+    database.close().await;
+}
