@@ -18,8 +18,27 @@
 ///   `async fn locked_now(&mut $conn, Uuid)`: an operation (the live one of a key; one by id,
 ///   locked) with the time it was read at, in one round trip where the database tells time.
 ///
+/// - `async fn stage_writes(&mut $conn, &[Write], &[Event])`: a decision's writes and its
+///   state-changing events, `StoreError::Stale` when a write changed no row;
+/// - `async fn claim_new_key(&mut $conn, &ClaimRequest, actor, &Fresh)`: a claim whose key
+///   had no live operation on the first read, staged without reading again if the backend
+///   can; `None` when it did not (the key has a live operation after all, or the backend
+///   always reads), and the claim is then decided from a locked read.
+///
 /// Changes are published by the backend: on SQLite after the commit, from what `write`'s work
 /// returns; on PostgreSQL by a trigger inside the transaction (migration `announce_trigger`).
+use app::ledger::{Claim, Decision};
+
+/// What the first, unlocked read of a claim's key found.
+pub(super) enum FirstRead {
+    /// Nothing to write: the answer (a replay, a duplicate in flight, a mismatch).
+    Decided(Decision<Claim>),
+    /// No live operation: the key looks new.
+    NewKey,
+    /// The claim changes the operation; it is decided again under the write lock.
+    MustWrite,
+}
+
 macro_rules! impl_ledger_store {
     (store: $store:ident, db: $db:ty, conn: $conn:ty, lock: $lock:literal, skip_locked: $skip_locked:literal, reader: $reader:ident) => {
         async fn operation_by_id(
@@ -37,124 +56,105 @@ macro_rules! impl_ledger_store {
             row.map(Operation::try_from).transpose()
         }
 
-        async fn apply(tx: &mut $conn, writes: &[Write]) -> Result<(), StoreError> {
-            for write in writes {
-                match write {
-                    Write::Insert(operation) => insert(tx, operation).await?,
-                    Write::Update {
-                        after,
-                        expected_status,
-                    } => update(tx, after, &to_text(expected_status)).await?,
-                    Write::Retire { id, at } => {
-                        sqlx::query(
-                            "update operations set retired_at = $1 where id = $2 and retired_at is null",
-                        )
-                        .bind(at)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(store_error)?;
-                    }
+        /// Appends one write's statement to `sql`; it changes exactly one row when the
+        /// operation is as the decision read it.
+        fn push_write(sql: &mut sqlx::QueryBuilder<'_, $db>, write: &Write) {
+            match write {
+                Write::Insert(operation) => push_insert(sql, operation),
+                Write::Update { after, expected_status } => {
+                    push_update(sql, after, to_text(expected_status))
+                }
+                Write::Retire { id, at } => {
+                    sql.push("update operations set retired_at = ")
+                        .push_bind(*at)
+                        .push(" where id = ")
+                        .push_bind(*id)
+                        .push(" and retired_at is null");
                 }
             }
-            Ok(())
         }
 
-        async fn insert(tx: &mut $conn, operation: &Operation) -> Result<(), StoreError> {
+        fn push_insert(sql: &mut sqlx::QueryBuilder<'_, $db>, operation: &Operation) {
             let v = OperationValues::from(operation);
-            let sql = format!("insert into operations ({OPERATION_COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)");
-            sqlx::query(&sql)
-                .bind(v.id)
-                .bind(v.namespace)
-                .bind(v.key)
-                .bind(v.key_source)
-                .bind(v.tool)
-                .bind(v.effect)
-                .bind(v.fingerprint)
-                .bind(v.args)
-                .bind(v.run_id)
-                .bind(v.step)
-                .bind(v.status)
-                .bind(v.attempt)
-                .bind(v.result)
-                .bind(v.error)
-                .bind(v.retryable)
-                .bind(v.provider_ref)
-                .bind(v.lease_token)
-                .bind(v.lease_expires_at)
-                .bind(v.created_at)
-                .bind(v.updated_at)
-                .bind(v.completed_at)
-                .bind(v.expires_at)
-                .bind(v.approval)
-                .bind(v.approval_expires_at)
-                .bind(v.runner)
-                .bind(v.unknown_since)
-                .bind(v.reconcile_attempts)
-                .bind(v.next_reconcile_at)
-                .execute(tx)
-                .await
-                .map_err(store_error)?;
-            Ok(())
+            sql.push(format_args!("insert into operations ({OPERATION_COLUMNS}) values ("));
+            let mut values = sql.separated(", ");
+            values
+                .push_bind(v.id)
+                .push_bind(v.namespace)
+                .push_bind(v.key)
+                .push_bind(v.key_source)
+                .push_bind(v.tool)
+                .push_bind(v.effect)
+                .push_bind(v.fingerprint)
+                .push_bind(v.args)
+                .push_bind(v.run_id)
+                .push_bind(v.step)
+                .push_bind(v.status)
+                .push_bind(v.attempt)
+                .push_bind(v.result)
+                .push_bind(v.error)
+                .push_bind(v.retryable)
+                .push_bind(v.provider_ref)
+                .push_bind(v.lease_token)
+                .push_bind(v.lease_expires_at)
+                .push_bind(v.created_at)
+                .push_bind(v.updated_at)
+                .push_bind(v.completed_at)
+                .push_bind(v.expires_at)
+                .push_bind(v.approval)
+                .push_bind(v.approval_expires_at)
+                .push_bind(v.runner)
+                .push_bind(v.unknown_since)
+                .push_bind(v.reconcile_attempts)
+                .push_bind(v.next_reconcile_at)
+                .push_unseparated(")");
         }
 
-        /// The guarded transition: zero rows means the operation moved under us, which the
-        /// transaction's lock rules out; it is reported rather than ignored.
-        async fn update(
-            tx: &mut $conn,
-            after: &Operation,
-            expected_status: &str,
-        ) -> Result<(), StoreError> {
+        /// The guarded transition: applies only while the stored status is `expected_status`.
+        fn push_update(sql: &mut sqlx::QueryBuilder<'_, $db>, after: &Operation, expected_status: String) {
             let v = OperationValues::from(after);
-            let changed = sqlx::query(
-                r#"update operations set status = $1, attempt = $2, result = $3, error = $4, retryable = $5, provider_ref = $6,
-                       lease_token = $7, lease_expires_at = $8, updated_at = $9, completed_at = $10, expires_at = $11, approval = $12,
-                       approval_expires_at = $13, unknown_since = $14, reconcile_attempts = $15, next_reconcile_at = $16
-                   where id = $17 and status = $18"#,
-            )
-            .bind(v.status)
-            .bind(v.attempt)
-            .bind(v.result)
-            .bind(v.error)
-            .bind(v.retryable)
-            .bind(v.provider_ref)
-            .bind(v.lease_token)
-            .bind(v.lease_expires_at)
-            .bind(v.updated_at)
-            .bind(v.completed_at)
-            .bind(v.expires_at)
-            .bind(v.approval)
-            .bind(v.approval_expires_at)
-            .bind(v.unknown_since)
-            .bind(v.reconcile_attempts)
-            .bind(v.next_reconcile_at)
-            .bind(v.id)
-            .bind(expected_status)
-            .execute(tx)
-            .await
-            .map_err(store_error)?
-            .rows_affected();
-            if changed == 1 {
-                Ok(())
-            } else {
-                Err(StoreError::Stale)
-            }
+            sql.push("update operations set status = ").push_bind(v.status)
+                .push(", attempt = ").push_bind(v.attempt)
+                .push(", result = ").push_bind(v.result)
+                .push(", error = ").push_bind(v.error)
+                .push(", retryable = ").push_bind(v.retryable)
+                .push(", provider_ref = ").push_bind(v.provider_ref)
+                .push(", lease_token = ").push_bind(v.lease_token)
+                .push(", lease_expires_at = ").push_bind(v.lease_expires_at)
+                .push(", updated_at = ").push_bind(v.updated_at)
+                .push(", completed_at = ").push_bind(v.completed_at)
+                .push(", expires_at = ").push_bind(v.expires_at)
+                .push(", approval = ").push_bind(v.approval)
+                .push(", approval_expires_at = ").push_bind(v.approval_expires_at)
+                .push(", unknown_since = ").push_bind(v.unknown_since)
+                .push(", reconcile_attempts = ").push_bind(v.reconcile_attempts)
+                .push(", next_reconcile_at = ").push_bind(v.next_reconcile_at)
+                .push(" where id = ").push_bind(v.id)
+                .push(" and status = ").push_bind(expected_status);
+        }
+
+        /// Events per insert statement: five parameters a row, well under either
+        /// database's limit per statement.
+        const EVENTS_PER_STATEMENT: usize = 200;
+
+        /// Appends `values (…), (…)` for `events` (at most `EVENTS_PER_STATEMENT`).
+        fn push_event_rows<'a>(sql: &mut sqlx::QueryBuilder<'a, $db>, events: &'a [Event]) {
+            sql.push_values(events, |mut row, event| {
+                row.push_bind(event.operation_id)
+                    .push_bind(event.at)
+                    .push_bind(event.kind.as_str())
+                    .push_bind(&event.actor)
+                    .push_bind(Json(&event.detail));
+            });
         }
 
         /// Inserts events, many rows per statement (a statement costs far more than a row).
         async fn insert_events(tx: &mut $conn, events: &[Event]) -> Result<(), StoreError> {
-            // Five parameters a row, well under either database's limit per statement.
-            for chunk in events.chunks(200) {
+            for chunk in events.chunks(EVENTS_PER_STATEMENT) {
                 let mut insert = sqlx::QueryBuilder::<$db>::new(
                     "insert into operation_events (operation_id, at, kind, actor, detail) ",
                 );
-                insert.push_values(chunk, |mut row, event| {
-                    row.push_bind(event.operation_id)
-                        .push_bind(event.at)
-                        .push_bind(event.kind.as_str())
-                        .push_bind(&event.actor)
-                        .push_bind(Json(&event.detail));
-                });
+                push_event_rows(&mut insert, chunk);
                 insert.build().execute(&mut *tx).await.map_err(store_error)?;
             }
             Ok(())
@@ -170,14 +170,7 @@ macro_rules! impl_ledger_store {
             if decision.writes.is_empty() {
                 return Ok(Vec::new());
             }
-            apply(tx, &decision.writes).await?;
-            let state_events: Vec<Event> = decision
-                .events
-                .iter()
-                .filter(|e| e.kind.changes_state())
-                .cloned()
-                .collect();
-            insert_events(tx, &state_events).await?;
+            stage_writes(tx, &decision.writes, &decision.state_events()).await?;
             Ok(OperationChange::of_writes(&decision.writes))
         }
 
@@ -270,15 +263,14 @@ macro_rules! impl_ledger_store {
         }
 
         /// A claim that changes nothing (a replay, a duplicate in flight, a mismatch) is
-        /// decided from a committed read, without taking the writer; `None` when the claim
-        /// must be decided under the write lock (a new key, a lease to take over, …), where
-        /// it is decided again.
+        /// decided from a committed read, without taking the writer; otherwise the claim is
+        /// decided again under the write lock, and the read tells whether the key looked new.
         async fn decide_without_writing(
             store: &$store,
             request: &ClaimRequest,
             actor: &str,
             fresh: &Fresh,
-        ) -> Result<Option<Decision<Claim>>, StoreError> {
+        ) -> Result<FirstRead, StoreError> {
             let finals = store.finals();
             let (live, now) = match finals.and_then(|f| f.get(&request.namespace, &request.key)) {
                 Some(kept) => kept,
@@ -286,7 +278,7 @@ macro_rules! impl_ledger_store {
                     let ticket = finals.map(FinalOutcomes::ticket);
                     let mut conn = store.$reader.acquire().await.map_err(store_error)?;
                     let Some((live, now)) = live_now(&mut conn, &request.namespace, &to_text(&request.key), false).await? else {
-                        return Ok(None);
+                        return Ok(FirstRead::NewKey);
                     };
                     if let (Some(finals), Some(ticket)) = (finals, ticket) {
                         finals.keep(ticket, &live);
@@ -295,7 +287,11 @@ macro_rules! impl_ledger_store {
                 }
             };
             let decision = decide_claim(Some(live), request, actor, fresh.clone(), now);
-            Ok(decision.writes.is_empty().then_some(decision))
+            Ok(if decision.writes.is_empty() {
+                FirstRead::Decided(decision)
+            } else {
+                FirstRead::MustWrite
+            })
         }
 
         /// Runs a change (as `write`) and then, before its caller hears of it, forgets the
@@ -330,14 +326,21 @@ macro_rules! impl_ledger_store {
                 actor: &str,
                 fresh: Fresh,
             ) -> Result<Decision<Claim>, StoreError> {
-                if let Some(decision) = decide_without_writing(self, request, actor, &fresh).await? {
-                    return Ok(decision);
-                }
+                let looked_new = match decide_without_writing(self, request, actor, &fresh).await? {
+                    FirstRead::Decided(decision) => return Ok(decision),
+                    FirstRead::NewKey => true,
+                    FirstRead::MustWrite => false,
+                };
                 let input = Arc::new((request.clone(), actor.to_owned(), fresh));
                 write_and_forget(self, move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (request, actor, fresh) = &*input;
+                        if looked_new {
+                            if let Some(claimed) = claim_new_key(tx, request, actor, fresh).await? {
+                                return Ok(claimed);
+                            }
+                        }
                         let (live, now) = match live_now(tx, &request.namespace, &to_text(&request.key), true).await? {
                             Some((live, now)) => (Some(live), now),
                             None => (None, now(tx).await?),

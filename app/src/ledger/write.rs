@@ -40,4 +40,13 @@ impl<T> Decision<T> {
             events,
         }
     }
+
+    /// The events that must commit with `writes`: those recording a change of state.
+    pub fn state_events(&self) -> Vec<Event> {
+        self.events
+            .iter()
+            .filter(|e| e.kind.changes_state())
+            .cloned()
+            .collect()
+    }
 }

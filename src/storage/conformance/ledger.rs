@@ -17,6 +17,7 @@ use crate::storage::Database;
 conformance!(
     run;
     a_claim_inserts_once_and_the_next_claim_finds_it,
+    claims_racing_for_a_new_key_start_it_once,
     only_state_changes_are_committed_with_a_claim_and_quiet_events_follow,
     reports_apply_once_under_the_lease_and_stay_in_their_namespace,
     lists_filter_and_page_newest_first,
@@ -97,6 +98,58 @@ async fn a_claim_inserts_once_and_the_next_claim_finds_it(store: Arc<dyn LedgerS
     assert_ne!(
         other.id, started.id,
         "the same key in another namespace is another operation"
+    );
+}
+
+/// Every claim reads the key before it writes; all of these read "no operation", so on
+/// SQLite each then tries to insert without reading again (one trip to the writer), and
+/// the index on a key's live operation must let exactly one of them in, with only its
+/// events. On PostgreSQL a loser fails with `Conflict`, which the service retries; so does
+/// this test.
+async fn claims_racing_for_a_new_key_start_it_once(store: Arc<dyn LedgerStore>) {
+    let order = request("billing", "order-race", "refund");
+    let claims = (0..24).map(|_| {
+        let (store, order) = (store.clone(), order.clone());
+        tokio::spawn(async move {
+            loop {
+                match store.claim(&order, "agent:test/k", fresh()).await {
+                    Err(app::store_error::StoreError::Conflict) => continue,
+                    other => return other.unwrap().outcome,
+                }
+            }
+        })
+    });
+    let mut started = Vec::new();
+    let mut in_progress = Vec::new();
+    for claim in claims.collect::<Vec<_>>() {
+        match claim.await.unwrap() {
+            Claim::Started { operation, .. } => started.push(operation.id),
+            Claim::InProgress { operation, .. } => in_progress.push(operation.id),
+            other => panic!("expected a start or in progress, got {other:?}"),
+        }
+    }
+    assert_eq!(started.len(), 1, "exactly one claim starts the operation");
+    assert_eq!(in_progress.len(), 23);
+    assert!(
+        in_progress.iter().all(|id| *id == started[0]),
+        "the others are told about that one operation"
+    );
+
+    let filter = OperationFilter {
+        namespace: Some(Namespace::try_from("billing").unwrap()),
+        ..OperationFilter::default()
+    };
+    let listed = store.list(&filter, 50).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|op| op.id).collect::<Vec<_>>(),
+        started,
+        "one operation is stored"
+    );
+    let events = store.events(started[0]).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        [EventKind::Claimed],
+        "the losers' inserts left no event behind"
     );
 }
 

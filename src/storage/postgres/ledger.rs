@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::PostgresStore;
 use crate::storage::final_outcomes::{FinalOutcomes, MadeWrites};
-use crate::storage::ledger_sql::impl_ledger_store;
+use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
 use crate::storage::operation_rows::{
     list_query, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
 };
@@ -68,6 +68,48 @@ async fn locked_now(
         .await
         .map_err(store_error)?;
     row.map(ReadAtRow::into_pair).transpose()
+}
+
+/// Applies writes one statement each (a change's writes are one to three rows).
+async fn apply(tx: &mut PgConnection, writes: &[Write]) -> Result<(), StoreError> {
+    for write in writes {
+        let mut sql = sqlx::QueryBuilder::<Postgres>::new("");
+        push_write(&mut sql, write);
+        let changed = sql
+            .build()
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?
+            .rows_affected();
+        // The guarded transition: zero rows means the operation moved under us,
+        // which the transaction's lock rules out; it is reported rather than ignored.
+        if changed != 1 {
+            return Err(StoreError::Stale);
+        }
+    }
+    Ok(())
+}
+
+/// One statement per write, then the events: on PostgreSQL each is a round trip, but a
+/// change has one to three of them and a list of statements cannot carry parameters.
+async fn stage_writes(
+    tx: &mut PgConnection,
+    writes: &[Write],
+    events: &[Event],
+) -> Result<(), StoreError> {
+    apply(tx, writes).await?;
+    insert_events(tx, events).await
+}
+
+/// Always reads first: the locked read of the key also tells the database's time, which a
+/// new operation needs, so inserting without it would save no round trip.
+async fn claim_new_key(
+    _: &mut PgConnection,
+    _: &ClaimRequest,
+    _: &str,
+    _: &Fresh,
+) -> Result<Option<(Decision<Claim>, Vec<OperationChange>)>, StoreError> {
+    Ok(None)
 }
 
 #[derive(sqlx::FromRow)]
