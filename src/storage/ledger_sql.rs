@@ -24,12 +24,18 @@
 ///   had no live operation on the first read, staged without reading again if the backend
 ///   can; `None` when it did not (the key has a live operation after all, or the backend
 ///   always reads), and the claim is then decided from a locked read.
+/// - `async fn report_from_read(&$store, &Namespace, id, token, &Report, actor)`: a report
+///   decided from an unlocked read and written only if the operation is unchanged, if the
+///   backend can; `None` sends it to be decided under the lock.
 ///
 /// Changes are published by the backend: on SQLite after the commit, from what `write`'s work
 /// returns; on PostgreSQL by a trigger inside the transaction (migration `announce_trigger`).
 use app::ledger::{Claim, Decision};
 
 /// What the first, unlocked read of a claim's key found.
+// Returned once per claim and matched at once: boxing the decision would only add an
+// allocation to every replay.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum FirstRead {
     /// Nothing to write: the answer (a replay, a duplicate in flight, a mismatch).
     Decided(Decision<Claim>),
@@ -361,6 +367,9 @@ macro_rules! impl_ledger_store {
                 report: &Report,
                 actor: &str,
             ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
+                if let Some(decided) = report_from_read(self, namespace, id, token, report, actor).await? {
+                    return Ok(Some(decided));
+                }
                 let input = Arc::new((namespace.clone(), token.to_owned(), report.clone(), actor.to_owned()));
                 write_and_forget(self, move |tx| {
                     let input = input.clone();

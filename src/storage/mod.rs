@@ -14,7 +14,7 @@ mod sqlite;
 pub mod testing;
 
 #[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
 
 use app::audit::AuditStore;
 use app::identity::IdentityStore;

@@ -38,7 +38,7 @@ where
     database.close().await;
 }
 
-pub(super) fn request(namespace: &str, key: &str, tool: &str) -> ClaimRequest {
+pub(crate) fn request(namespace: &str, key: &str, tool: &str) -> ClaimRequest {
     let tool = ToolName::try_from(tool).unwrap();
     let args = json!({ "order_id": key, "amount_cents": 500 });
     ClaimRequest {
@@ -55,14 +55,14 @@ pub(super) fn request(namespace: &str, key: &str, tool: &str) -> ClaimRequest {
     }
 }
 
-pub(super) fn fresh() -> Fresh {
+pub(crate) fn fresh() -> Fresh {
     Fresh {
         operation_id: Uuid::now_v7(),
         lease_token: app::identity::random_token(),
     }
 }
 
-pub(super) async fn start(
+pub(crate) async fn start(
     store: &dyn LedgerStore,
     request: &ClaimRequest,
 ) -> (app::ledger::Operation, String) {

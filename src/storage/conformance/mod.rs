@@ -5,7 +5,7 @@ mod audit;
 mod changes;
 mod hot_path;
 mod identity;
-mod ledger;
+pub(crate) mod ledger;
 mod metrics;
 
 /// Runs each named check once per backend, through the given runner.

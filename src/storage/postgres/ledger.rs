@@ -112,6 +112,19 @@ async fn claim_new_key(
     Ok(None)
 }
 
+/// Always decided under the lock: the locked read is one round trip here, as the unlocked
+/// one would be.
+async fn report_from_read(
+    _: &PostgresStore,
+    _: &Namespace,
+    _: Uuid,
+    _: &str,
+    _: &Report,
+    _: &str,
+) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
+    Ok(None)
+}
+
 #[derive(sqlx::FromRow)]
 struct ReadAtRow {
     #[sqlx(flatten)]

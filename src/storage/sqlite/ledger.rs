@@ -2,7 +2,7 @@
 //! `BEGIN IMMEDIATE`, so a claim's read and write never interleave with another's and no
 //! lock upgrade can deadlock. One process owns the file, so its clock decides time.
 
-use app::domain::{Namespace, ToolName, ToolPolicy};
+use app::domain::{Namespace, OperationStatus, ToolName, ToolPolicy};
 use app::ledger::{
     decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
     ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationChange, OperationFilter,
@@ -148,6 +148,92 @@ async fn claim_new_key(
     Ok(Some((decision, changes)))
 }
 
+/// A completion (or a report of `unknown`) of a pending operation, decided from a read
+/// outside the writer and written only if the operation is still as read: the writer then
+/// makes one trip for it instead of two (the locked read, then the writes). `None` when it
+/// is not such a report, or the operation moved meanwhile (another report, the lease
+/// reaper, a person, a takeover with a new lease): then it is decided again under the lock.
+async fn report_from_read(
+    store: &SqliteStore,
+    namespace: &Namespace,
+    id: Uuid,
+    token: &str,
+    report: &Report,
+    actor: &str,
+) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
+    let mut conn = store.reader.acquire().await.map_err(store_error)?;
+    let Some((before, now)) = locked_now(&mut conn, id).await? else {
+        return Ok(None);
+    };
+    drop(conn);
+    if &before.namespace != namespace || before.status != OperationStatus::Pending {
+        return Ok(None);
+    }
+    let decision = decide_report(before.clone(), token, report, actor, now);
+    if !matches!(
+        decision.writes.as_slice(),
+        [Write::Update {
+            expected_status: OperationStatus::Pending,
+            ..
+        }]
+    ) {
+        return Ok(None);
+    }
+    let input = Arc::new((before, decision));
+    write_and_forget(store, move |tx| {
+        let input = input.clone();
+        Box::pin(async move {
+            let (before, decision) = &*input;
+            if !stage_if_unchanged(tx, before, decision).await? {
+                return Ok((None, Vec::new()));
+            }
+            Ok((
+                Some(decision.clone()),
+                OperationChange::of_writes(&decision.writes),
+            ))
+        })
+    })
+    .await
+}
+
+/// Stages a decision's one update and its events in one trip, guarded by what the decision
+/// read: the status, the lease and the last change's time. Any change to a pending operation
+/// moves its status, or its lease (a takeover) and `updated_at`; so a row that still
+/// matches is the row decided on. `false`, with nothing staged, when it does not.
+async fn stage_if_unchanged<T>(
+    tx: &mut SqliteConnection,
+    before: &Operation,
+    decision: &Decision<T>,
+) -> Result<bool, StoreError> {
+    let [write] = decision.writes.as_slice() else {
+        return Ok(false);
+    };
+    let Some(lease) = &before.lease else {
+        return Ok(false);
+    };
+    let events = decision.state_events();
+    let mut sql = QueryBuilder::<Sqlite>::new("");
+    push_write(&mut sql, write);
+    sql.push(" and lease_token = ")
+        .push_bind(lease.token.clone())
+        .push(" and updated_at = ")
+        .push_bind(before.updated_at);
+    if !events.is_empty() {
+        // `changes()`: the rows the update just changed; the events follow only its change.
+        sql.push("; insert into operation_events (operation_id, at, kind, actor, detail) select * from (");
+        push_event_rows(&mut sql, &events);
+        sql.push(") where changes() = 1");
+    }
+    let changed = rows_changed(sql, tx).await?;
+    if changed == 0 {
+        return Ok(false);
+    }
+    if changed != 1 + events.len() as u64 {
+        return Err(StoreError::Stale);
+    }
+    Ok(true)
+}
+
 impl SqliteStore {
     async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
     where
@@ -183,3 +269,177 @@ impl EventSink for QuietEventSink {
 
 impl_ledger_store!(store: SqliteStore, db: Sqlite, conn: SqliteConnection, lock: "",
     skip_locked: "", reader: reader);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::conformance::ledger::{fresh, request, start};
+    use crate::storage::testing::{Backend, TestDatabase};
+    use app::ledger::{EventKind, LedgerStore};
+
+    /// A migrated store with one operation started: the store, its claim, the operation
+    /// and its lease token.
+    async fn pending(db: &TestDatabase) -> (SqliteStore, ClaimRequest, Operation, String) {
+        let store = SqliteStore::open(db.url()).await.unwrap();
+        store.migrate().await.unwrap();
+        let order = request("billing", "order-1", "refund");
+        let (started, token) = start(&store, &order).await;
+        (store, order, started, token)
+    }
+
+    fn succeeded() -> Report {
+        Report::Completed {
+            succeeded: true,
+            result: Some(serde_json::json!({ "refund_id": "re_1" })),
+            error: None,
+            retryable: false,
+            provider_ref: None,
+        }
+    }
+
+    fn kinds(events: Vec<Event>) -> Vec<EventKind> {
+        events.into_iter().map(|e| e.kind).collect()
+    }
+
+    /// The fast way is taken for a plain completion; were it skipped, completions would
+    /// still be right, only slower, so it is checked here rather than by its answers.
+    #[tokio::test]
+    async fn a_completion_of_an_unchanged_pending_operation_is_written_from_its_read() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let (store, order, started, token) = pending(&db).await;
+
+        let namespace = order.namespace.clone();
+        let decided = report_from_read(
+            &store,
+            &namespace,
+            started.id,
+            &token,
+            &succeeded(),
+            "agent:t",
+        )
+        .await
+        .unwrap()
+        .expect("decided from the read");
+        let completed = decided.outcome.expect("accepted");
+        assert_eq!(completed.status, OperationStatus::Succeeded);
+        let stored = store.operation(started.id).await.unwrap().unwrap();
+        assert_eq!(stored, completed, "what was answered is what is stored");
+        assert_eq!(
+            kinds(store.events(started.id).await.unwrap()),
+            [EventKind::Claimed, EventKind::Completed]
+        );
+
+        let elsewhere = Namespace::try_from("support").unwrap();
+        let other = report_from_read(
+            &store,
+            &elsewhere,
+            started.id,
+            &token,
+            &succeeded(),
+            "agent:t",
+        )
+        .await
+        .unwrap();
+        assert!(
+            other.is_none(),
+            "another namespace's report goes the locked way"
+        );
+        store.close().await;
+    }
+
+    /// A decision made from a read that another change overtook writes nothing, not even
+    /// its events: here the first completion lands between the second one's read and write.
+    #[tokio::test]
+    async fn a_decision_on_a_row_that_moved_since_its_read_stages_nothing() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let (store, order, before, token) = pending(&db).await;
+        let late = decide_report(
+            before.clone(),
+            &token,
+            &succeeded(),
+            "agent:late",
+            Utc::now(),
+        );
+
+        let first = store
+            .report(
+                &order.namespace,
+                before.id,
+                &token,
+                &succeeded(),
+                "agent:first",
+            )
+            .await
+            .unwrap()
+            .expect("found");
+        assert!(first.outcome.is_ok());
+
+        let input = Arc::new((before.clone(), late));
+        let staged = store
+            .write(move |tx| {
+                let input = input.clone();
+                Box::pin(async move {
+                    let (before, late) = &*input;
+                    Ok((stage_if_unchanged(tx, before, late).await?, Vec::new()))
+                })
+            })
+            .await
+            .unwrap();
+        assert!(!staged, "the moved row is not overwritten");
+        let events = store.events(before.id).await.unwrap();
+        assert_eq!(
+            kinds(events.clone()),
+            [EventKind::Claimed, EventKind::Completed]
+        );
+        assert_eq!(
+            events[1].actor, "agent:first",
+            "only the first completion's event"
+        );
+        store.close().await;
+    }
+
+    /// The same guard catches a takeover, which leaves the status `pending` but gives the
+    /// operation a new lease.
+    #[tokio::test]
+    async fn a_new_lease_on_a_still_pending_operation_counts_as_a_move() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let (store, _, before, token) = pending(&db).await;
+        let stale = decide_report(
+            before.clone(),
+            &token,
+            &succeeded(),
+            "agent:old",
+            Utc::now(),
+        );
+
+        let mut taken_over = before.clone();
+        taken_over.lease = Some(app::ledger::Lease {
+            token: fresh().lease_token,
+            expires_at: before.lease.as_ref().unwrap().expires_at,
+        });
+        let takeover = Write::Update {
+            after: taken_over,
+            expected_status: OperationStatus::Pending,
+        };
+        let input = Arc::new((before.clone(), stale, takeover));
+        let staged = store
+            .write(move |tx| {
+                let input = input.clone();
+                Box::pin(async move {
+                    let (before, stale, takeover) = &*input;
+                    stage_writes(tx, std::slice::from_ref(takeover), &[]).await?;
+                    Ok((stage_if_unchanged(tx, before, stale).await?, Vec::new()))
+                })
+            })
+            .await
+            .unwrap();
+        assert!(!staged);
+        let stored = store.operation(before.id).await.unwrap().unwrap();
+        assert_eq!(
+            stored.status,
+            OperationStatus::Pending,
+            "the old lease completed nothing"
+        );
+        store.close().await;
+    }
+}
