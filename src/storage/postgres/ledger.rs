@@ -90,15 +90,54 @@ async fn apply(tx: &mut PgConnection, writes: &[Write]) -> Result<(), StoreError
     Ok(())
 }
 
-/// One statement per write, then the events: on PostgreSQL each is a round trip, but a
-/// change has one to three of them and a list of statements cannot carry parameters.
+/// A change's writes and its events, in as few round trips as one statement each can carry:
+/// the last write takes the events along in a data-modifying `with` (`with written as
+/// (<write> returning 1) insert into operation_events select … from written`), so the usual
+/// change of one write is one round trip. The events follow only a write that changed its
+/// row; fewer rows than events means it did not (`Stale`, rolled back).
 async fn stage_writes(
     tx: &mut PgConnection,
     writes: &[Write],
     events: &[Event],
 ) -> Result<(), StoreError> {
-    apply(tx, writes).await?;
-    insert_events(tx, events).await
+    let Some((last, first)) = writes.split_last() else {
+        return insert_events(tx, events).await;
+    };
+    apply(tx, first).await?;
+    if events.is_empty() || events.len() > EVENTS_PER_STATEMENT {
+        apply(tx, std::slice::from_ref(last)).await?;
+        return insert_events(tx, events).await;
+    }
+    let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
+    push_write(&mut sql, last);
+    sql.push(" returning 1) insert into operation_events (operation_id, at, kind, actor, detail) ");
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            sql.push(" union all ");
+        }
+        sql.push("select ")
+            .push_bind(event.operation_id)
+            .push(", ")
+            .push_bind(event.at)
+            .push(", ")
+            .push_bind(event.kind.as_str())
+            .push(", ")
+            .push_bind(&event.actor)
+            .push(", ")
+            .push_bind(Json(&event.detail))
+            .push(" from written");
+    }
+    let changed = sql
+        .build()
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?
+        .rows_affected();
+    if changed == events.len() as u64 {
+        Ok(())
+    } else {
+        Err(StoreError::Stale)
+    }
 }
 
 /// Always reads first: the locked read of the key also tells the database's time, which a
