@@ -75,19 +75,25 @@ async fn apply(tx: &mut PgConnection, writes: &[Write]) -> Result<(), StoreError
     for write in writes {
         let mut sql = sqlx::QueryBuilder::<Postgres>::new("");
         push_write(&mut sql, write);
-        let changed = sql
-            .build()
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?
-            .rows_affected();
-        // The guarded transition: zero rows means the operation moved under us,
-        // which the transaction's lock rules out; it is reported rather than ignored.
-        if changed != 1 {
-            return Err(StoreError::Stale);
-        }
+        changing(sql, tx, 1).await?;
     }
     Ok(())
+}
+
+/// Runs a statement that must change `rows` rows. Fewer means a guarded transition found
+/// the operation moved under us, which the transaction's lock rules out; it is reported
+/// (`Stale`) rather than ignored.
+async fn changing(
+    mut sql: sqlx::QueryBuilder<'_, Postgres>,
+    tx: &mut PgConnection,
+    rows: u64,
+) -> Result<(), StoreError> {
+    let done = sql.build().execute(tx).await.map_err(store_error)?;
+    if done.rows_affected() == rows {
+        Ok(())
+    } else {
+        Err(StoreError::Stale)
+    }
 }
 
 /// A change's writes and its events, in as few round trips as one statement each can carry:
@@ -127,17 +133,7 @@ async fn stage_writes(
             .push_bind(Json(&event.detail))
             .push(" from written");
     }
-    let changed = sql
-        .build()
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?
-        .rows_affected();
-    if changed == events.len() as u64 {
-        Ok(())
-    } else {
-        Err(StoreError::Stale)
-    }
+    changing(sql, tx, events.len() as u64).await
 }
 
 /// Always reads first: the locked read of the key also tells the database's time, which a
