@@ -143,6 +143,9 @@ macro_rules! impl_ledger_store {
         /// database's limit per statement.
         const EVENTS_PER_STATEMENT: usize = 200;
 
+        /// The start of an insert of events, rows to follow.
+        const INSERT_EVENTS: &str = "insert into operation_events (operation_id, at, kind, actor, detail) ";
+
         /// Appends `values (…), (…)` for `events` (at most `EVENTS_PER_STATEMENT`).
         fn push_event_rows<'a>(sql: &mut sqlx::QueryBuilder<'a, $db>, events: &'a [Event]) {
             sql.push_values(events, |mut row, event| {
@@ -157,9 +160,7 @@ macro_rules! impl_ledger_store {
         /// Inserts events, many rows per statement (a statement costs far more than a row).
         async fn insert_events(tx: &mut $conn, events: &[Event]) -> Result<(), StoreError> {
             for chunk in events.chunks(EVENTS_PER_STATEMENT) {
-                let mut insert = sqlx::QueryBuilder::<$db>::new(
-                    "insert into operation_events (operation_id, at, kind, actor, detail) ",
-                );
+                let mut insert = sqlx::QueryBuilder::<$db>::new(INSERT_EVENTS);
                 push_event_rows(&mut insert, chunk);
                 insert.build().execute(&mut *tx).await.map_err(store_error)?;
             }

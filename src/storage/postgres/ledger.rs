@@ -116,7 +116,7 @@ async fn stage_writes(
     }
     let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
     push_write(&mut sql, last);
-    sql.push(" returning 1) insert into operation_events (operation_id, at, kind, actor, detail) ");
+    sql.push(" returning 1) ").push(INSERT_EVENTS);
     for (i, event) in events.iter().enumerate() {
         if i > 0 {
             sql.push(" union all ");

@@ -71,19 +71,18 @@ async fn stage_writes(
     writes: &[Write],
     events: &[Event],
 ) -> Result<(), StoreError> {
+    if writes.is_empty() && events.is_empty() {
+        return Ok(());
+    }
     let mut sql = QueryBuilder::<Sqlite>::new("");
-    let mut statements = 0;
     for write in writes {
-        separate(&mut sql, &mut statements);
+        separate(&mut sql);
         push_write(&mut sql, write);
     }
     for chunk in events.chunks(EVENTS_PER_STATEMENT) {
-        separate(&mut sql, &mut statements);
-        sql.push("insert into operation_events (operation_id, at, kind, actor, detail) ");
+        separate(&mut sql);
+        sql.push(INSERT_EVENTS);
         push_event_rows(&mut sql, chunk);
-    }
-    if statements == 0 {
-        return Ok(());
     }
     // Each write changes exactly one row and each event is one; fewer means a guarded
     // transition found the operation moved, which the writer's lock rules out: reported,
@@ -104,18 +103,38 @@ async fn rows_changed(
     Ok(done.rows_affected())
 }
 
-fn separate(sql: &mut QueryBuilder<'_, Sqlite>, statements: &mut usize) {
-    if *statements > 0 {
+/// Ends the statement before, if any, so another can follow in the same list.
+fn separate(sql: &mut QueryBuilder<'_, Sqlite>) {
+    if !sql.sql().is_empty() {
         sql.push("; ");
     }
-    *statements += 1;
+}
+
+/// Runs `sql`, a write guarded to change its one row or nothing, and the events after it,
+/// which follow only if it changed its row (`changes()`: the rows the statement before
+/// changed). `false`, with nothing staged, when the guard held the write back.
+async fn stage_guarded<'a>(
+    mut sql: QueryBuilder<'a, Sqlite>,
+    events: &'a [Event],
+    tx: &mut SqliteConnection,
+) -> Result<bool, StoreError> {
+    if !events.is_empty() {
+        sql.push("; ").push(INSERT_EVENTS).push("select * from (");
+        push_event_rows(&mut sql, events);
+        sql.push(") where changes() = 1");
+    }
+    match rows_changed(sql, tx).await? {
+        0 => Ok(false),
+        changed if changed == 1 + events.len() as u64 => Ok(true),
+        _ => Err(StoreError::Stale),
+    }
 }
 
 /// A claim whose key had no live operation when it was read outside the writer: most likely
 /// still so, so the new operation is inserted without reading again, in one trip with its
 /// events. The unique index on a key's live operation decides: when another claim took the
-/// key in between, the insert does nothing, nor do the events (they follow only if the new
-/// operation exists), and `None` sends the claim back to be decided from a fresh read.
+/// key in between, the insert does nothing, nor do the events, and `None` sends the claim
+/// back to be decided from a fresh read.
 async fn claim_new_key(
     tx: &mut SqliteConnection,
     request: &ClaimRequest,
@@ -130,19 +149,8 @@ async fn claim_new_key(
     let mut sql = QueryBuilder::<Sqlite>::new("");
     push_insert(&mut sql, operation);
     sql.push(" on conflict do nothing");
-    if !events.is_empty() {
-        sql.push("; insert into operation_events (operation_id, at, kind, actor, detail) select * from (");
-        push_event_rows(&mut sql, &events);
-        sql.push(") where exists (select 1 from operations where id = ")
-            .push_bind(operation.id)
-            .push(")");
-    }
-    let changed = rows_changed(sql, tx).await?;
-    if changed == 0 {
+    if !stage_guarded(sql, &events, tx).await? {
         return Ok(None);
-    }
-    if changed != 1 + events.len() as u64 {
-        return Err(StoreError::Stale);
     }
     let changes = OperationChange::of_writes(&decision.writes);
     Ok(Some((decision, changes)))
@@ -166,9 +174,10 @@ async fn report_from_read(
         return Ok(None);
     };
     drop(conn);
-    if &before.namespace != namespace || before.status != OperationStatus::Pending {
+    if &before.namespace != namespace {
         return Ok(None);
     }
+    // Only a pending operation's accepted report is an update from `pending`.
     let decision = decide_report(before.clone(), token, report, actor, now);
     if !matches!(
         decision.writes.as_slice(),
@@ -218,20 +227,7 @@ async fn stage_if_unchanged<T>(
         .push_bind(lease.token.clone())
         .push(" and updated_at = ")
         .push_bind(before.updated_at);
-    if !events.is_empty() {
-        // `changes()`: the rows the update just changed; the events follow only its change.
-        sql.push("; insert into operation_events (operation_id, at, kind, actor, detail) select * from (");
-        push_event_rows(&mut sql, &events);
-        sql.push(") where changes() = 1");
-    }
-    let changed = rows_changed(sql, tx).await?;
-    if changed == 0 {
-        return Ok(false);
-    }
-    if changed != 1 + events.len() as u64 {
-        return Err(StoreError::Stale);
-    }
-    Ok(true)
+    stage_guarded(sql, &events, tx).await
 }
 
 impl SqliteStore {
@@ -285,6 +281,28 @@ mod tests {
         let order = request("billing", "order-1", "refund");
         let (started, token) = start(&store, &order).await;
         (store, order, started, token)
+    }
+
+    /// In one writer transaction: `first`, then `late` (decided from `before`) staged only
+    /// if the row is unchanged; whether it was.
+    async fn stage_late<T: Clone + Send + Sync + 'static>(
+        store: &SqliteStore,
+        before: &Operation,
+        late: Decision<T>,
+        first: Vec<Write>,
+    ) -> bool {
+        let input = Arc::new((before.clone(), late, first));
+        store
+            .write(move |tx| {
+                let input = input.clone();
+                Box::pin(async move {
+                    let (before, late, first) = &*input;
+                    stage_writes(tx, first, &[]).await?;
+                    Ok((stage_if_unchanged(tx, before, late).await?, Vec::new()))
+                })
+            })
+            .await
+            .unwrap()
     }
 
     fn succeeded() -> Report {
@@ -374,17 +392,7 @@ mod tests {
             .expect("found");
         assert!(first.outcome.is_ok());
 
-        let input = Arc::new((before.clone(), late));
-        let staged = store
-            .write(move |tx| {
-                let input = input.clone();
-                Box::pin(async move {
-                    let (before, late) = &*input;
-                    Ok((stage_if_unchanged(tx, before, late).await?, Vec::new()))
-                })
-            })
-            .await
-            .unwrap();
+        let staged = stage_late(&store, &before, late, Vec::new()).await;
         assert!(!staged, "the moved row is not overwritten");
         let events = store.events(before.id).await.unwrap();
         assert_eq!(
@@ -421,18 +429,7 @@ mod tests {
             after: taken_over,
             expected_status: OperationStatus::Pending,
         };
-        let input = Arc::new((before.clone(), stale, takeover));
-        let staged = store
-            .write(move |tx| {
-                let input = input.clone();
-                Box::pin(async move {
-                    let (before, stale, takeover) = &*input;
-                    stage_writes(tx, std::slice::from_ref(takeover), &[]).await?;
-                    Ok((stage_if_unchanged(tx, before, stale).await?, Vec::new()))
-                })
-            })
-            .await
-            .unwrap();
+        let staged = stage_late(&store, &before, stale, vec![takeover]).await;
         assert!(!staged);
         let stored = store.operation(before.id).await.unwrap().unwrap();
         assert_eq!(
