@@ -7,12 +7,19 @@
 //! change's caller is answered; a read that raced the change cannot put the old row back
 //! (see [`ReadCache`]). So once a resolve, an expire or a new attempt has returned, no claim
 //! is answered from the row before it.
+//!
+//! Beside them, the pending operations this store last wrote with a lease, by id: a
+//! completion is decided from one instead of a database read. These are only hints: the
+//! write a completion makes is guarded by the row's status, lease and time of last change
+//! (see the SQLite ledger's `stage_if_unchanged`), so a row that moved since it was kept is
+//! never overwritten; the completion is then decided again from the row under the lock.
 
-use app::domain::{IdempotencyKey, Namespace};
+use app::domain::{IdempotencyKey, Namespace, OperationStatus};
 use app::ledger::{Decision, Operation, Write};
 use app::read_cache::{FillTicket, ReadCache};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use std::time::Duration;
+use uuid::Uuid;
 
 /// How long a final outcome is kept; only memory turnover depends on it (entries are exact).
 const MAX_AGE: Duration = Duration::from_secs(10);
@@ -36,17 +43,27 @@ impl<T> MadeWrites for Option<Decision<T>> {
     }
 }
 
-/// Final outcomes by `(namespace, key)`.
+/// Final outcomes by `(namespace, key)`, and leased pending operations by id.
 pub struct FinalOutcomes {
     cache: ReadCache<(Namespace, IdempotencyKey), Operation>,
+    leased: ReadCache<Uuid, Operation>,
 }
 
 impl Default for FinalOutcomes {
     fn default() -> Self {
         Self {
             cache: ReadCache::new(MAX_AGE, CAPACITY),
+            leased: ReadCache::new(MAX_AGE, CAPACITY),
         }
     }
+}
+
+/// Now, at the precision both databases keep (microseconds), by the process clock: the
+/// clock of the only store that keeps rows in memory (SQLite's, which decides its time).
+pub(crate) fn now() -> DateTime<Utc> {
+    let now = Utc::now();
+    now.duration_trunc(TimeDelta::microseconds(1))
+        .unwrap_or(now)
 }
 
 impl FinalOutcomes {
@@ -58,11 +75,13 @@ impl FinalOutcomes {
         key: &IdempotencyKey,
     ) -> Option<(Operation, DateTime<Utc>)> {
         let operation = self.cache.get(&(namespace.clone(), key.clone()))?;
-        let now = Utc::now();
-        let now = now
-            .duration_trunc(TimeDelta::microseconds(1))
-            .unwrap_or(now);
-        Some((operation, now))
+        Some((operation, now()))
+    }
+
+    /// The pending operation `id` as this store last wrote it with a lease, if kept, with
+    /// the time to decide at. A hint, to be written only where the row is unchanged.
+    pub fn leased(&self, id: Uuid) -> Option<(Operation, DateTime<Utc>)> {
+        Some((self.leased.get(&id)?, now()))
     }
 
     /// To be taken before reading a key's live operation.
@@ -78,10 +97,32 @@ impl FinalOutcomes {
         }
     }
 
+    /// Learns from committed writes, before their caller is answered: keeps each operation
+    /// left pending with a lease, drops every other one it kept as leased, and forgets the
+    /// final outcomes they changed.
+    pub fn committed(&self, writes: &[Write]) {
+        for write in writes {
+            let (Write::Insert(operation)
+            | Write::Update {
+                after: operation, ..
+            }) = write
+            else {
+                continue;
+            };
+            if operation.status == OperationStatus::Pending && operation.lease.is_some() {
+                self.leased
+                    .fill(self.leased.ticket(), operation.id, operation.clone());
+            } else {
+                self.leased.invalidate(&operation.id);
+            }
+        }
+        self.forget_changed(writes);
+    }
+
     /// Forgets the keys whose final row these committed writes changed: an update of a
     /// final operation (an expiry, a new attempt after a retryable failure), or a key whose
     /// operation was retired for a successor.
-    pub fn forget_changed(&self, writes: &[Write]) {
+    fn forget_changed(&self, writes: &[Write]) {
         let retired = writes.iter().any(|w| matches!(w, Write::Retire { .. }));
         for write in writes {
             let changed = match write {

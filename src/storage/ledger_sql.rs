@@ -301,8 +301,8 @@ macro_rules! impl_ledger_store {
             })
         }
 
-        /// Runs a change (as `write`) and then, before its caller hears of it, forgets the
-        /// final outcomes it changed. Where outcomes are kept, both run on a task of their
+        /// Runs a change (as `write`) and then, before its caller hears of it, tells the
+        /// rows kept in memory (forgets the final outcomes it changed, keeps what it leased). Where outcomes are kept, both run on a task of their
         /// own: the commit goes on if the caller goes away (a cancelled request), so the
         /// forgetting must not depend on the caller either.
         async fn write_and_forget<T, F>(store: &$store, work: F) -> Result<T, StoreError>
@@ -317,7 +317,7 @@ macro_rules! impl_ledger_store {
             tokio::spawn(async move {
                 let made = store.write(work).await?;
                 if let Some(finals) = store.finals() {
-                    finals.forget_changed(made.writes());
+                    finals.committed(made.writes());
                 }
                 Ok(made)
             })

@@ -10,7 +10,7 @@ use app::ledger::{
     Write,
 };
 use app::store_error::StoreError;
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use std::sync::Arc;
@@ -26,11 +26,9 @@ use crate::storage::operation_rows::{
 use crate::storage::quiet_events::EventSink;
 use crate::storage::{store_error, Staging};
 
-/// Now, at the precision both databases keep (microseconds).
+/// Now, at the precision both databases keep (microseconds): the process's clock.
 pub(super) async fn now(_: &mut SqliteConnection) -> Result<DateTime<Utc>, StoreError> {
-    Ok(Utc::now()
-        .duration_trunc(TimeDelta::microseconds(1))
-        .unwrap_or_else(|_| Utc::now()))
+    Ok(crate::storage::final_outcomes::now())
 }
 
 /// The live operation of a key and the time it was read at. The writer's `BEGIN IMMEDIATE`
@@ -156,8 +154,9 @@ async fn claim_new_key(
     Ok(Some((decision, changes)))
 }
 
-/// A completion (or a report of `unknown`) of a pending operation, decided from a read
-/// outside the writer and written only if the operation is still as read: the writer then
+/// A completion (or a report of `unknown`) of a pending operation, decided from the row as
+/// this store last leased it (kept in memory) or else from a read outside the writer, and
+/// written only if the operation is still as read: the writer then
 /// makes one trip for it instead of two (the locked read, then the writes). `None` when it
 /// is not such a report, or the operation moved meanwhile (another report, the lease
 /// reaper, a person, a takeover with a new lease): then it is decided again under the lock.
@@ -169,11 +168,17 @@ async fn report_from_read(
     report: &Report,
     actor: &str,
 ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
-    let mut conn = store.reader.acquire().await.map_err(store_error)?;
-    let Some((before, now)) = locked_now(&mut conn, id).await? else {
-        return Ok(None);
+    let kept = store.finals().and_then(|finals| finals.leased(id));
+    let (before, now) = match kept {
+        Some(kept) => kept,
+        None => {
+            let mut conn = store.reader.acquire().await.map_err(store_error)?;
+            let Some(read) = locked_now(&mut conn, id).await? else {
+                return Ok(None);
+            };
+            read
+        }
     };
-    drop(conn);
     if &before.namespace != namespace {
         return Ok(None);
     }
@@ -273,14 +278,37 @@ mod tests {
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
 
-    /// A migrated store with one operation started: the store, its claim, the operation
+    /// `store`, migrated, with one operation started: the store, its claim, the operation
     /// and its lease token.
-    async fn pending(db: &TestDatabase) -> (SqliteStore, ClaimRequest, Operation, String) {
-        let store = SqliteStore::open(db.url()).await.unwrap();
+    async fn pending_on(store: SqliteStore) -> (SqliteStore, ClaimRequest, Operation, String) {
         store.migrate().await.unwrap();
         let order = request("billing", "order-1", "refund");
         let (started, token) = start(&store, &order).await;
         (store, order, started, token)
+    }
+
+    async fn pending(db: &TestDatabase) -> (SqliteStore, ClaimRequest, Operation, String) {
+        pending_on(SqliteStore::open(db.url()).await.unwrap()).await
+    }
+
+    /// As [`pending`], on a store opened as `idem serve` opens it (keeping rows in memory).
+    async fn served_pending(db: &TestDatabase) -> (SqliteStore, ClaimRequest, Operation, String) {
+        pending_on(SqliteStore::open_to_serve(db.url()).await.unwrap()).await
+    }
+
+    /// The answer to a successful completion of `id` reported through `store`.
+    async fn complete(
+        store: &SqliteStore,
+        order: &ClaimRequest,
+        id: Uuid,
+        token: &str,
+    ) -> Result<Operation, ReportRefused> {
+        let decided = store
+            .report(&order.namespace, id, token, &succeeded(), "agent:t")
+            .await
+            .unwrap()
+            .expect("found");
+        decided.outcome
     }
 
     /// In one writer transaction: `first`, then `late` (decided from `before`) staged only
@@ -362,6 +390,52 @@ mod tests {
             other.is_none(),
             "another namespace's report goes the locked way"
         );
+        store.close().await;
+    }
+
+    /// A served store keeps the pending operation it leased and decides its completion from
+    /// that, without a read; once completed, it is no longer kept.
+    #[tokio::test]
+    async fn a_served_store_decides_a_completion_from_the_operation_it_leased() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let (store, order, started, token) = served_pending(&db).await;
+        let finals = store.finals().expect("a served store keeps rows");
+        let kept = finals.leased(started.id).map(|(operation, _)| operation);
+        assert_eq!(kept, Some(started.clone()), "kept as committed");
+
+        let completed = complete(&store, &order, started.id, &token).await;
+        assert_eq!(completed.unwrap().status, OperationStatus::Succeeded);
+        assert!(finals.leased(started.id).is_none(), "no longer pending");
+        store.close().await;
+    }
+
+    /// What a served store keeps is only a hint: when the row moved behind its back (here
+    /// another handle on the file gives the operation a new lease), a completion with the
+    /// lease it remembers is refused, and the row is not written over.
+    #[tokio::test]
+    async fn a_row_that_moved_behind_a_served_store_is_not_overwritten_from_memory() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let (store, order, started, token) = served_pending(&db).await;
+        let other = SqliteStore::open(db.url()).await.unwrap();
+        sqlx::query("update operations set lease_token = 'taken-over' where id = $1")
+            .bind(started.id)
+            .execute(&other.writer)
+            .await
+            .unwrap();
+
+        let refused = complete(&store, &order, started.id, &token).await;
+        assert!(
+            matches!(refused, Err(ReportRefused::LeaseLost)),
+            "{refused:?}"
+        );
+        let stored = other.operation(started.id).await.unwrap().unwrap();
+        assert_eq!(stored.status, OperationStatus::Pending);
+        assert_eq!(stored.lease.unwrap().token, "taken-over");
+        assert_eq!(
+            kinds(other.events(started.id).await.unwrap()),
+            [EventKind::Claimed]
+        );
+        other.close().await;
         store.close().await;
     }
 
