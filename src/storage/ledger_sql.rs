@@ -16,14 +16,16 @@
 ///   `FinalOutcomes`; `FinalOutcomes` itself must be in scope);
 /// - `async fn live_now(&mut $conn, &Namespace, &str, lock: bool)` and
 ///   `async fn locked_now(&mut $conn, Uuid)`: an operation (the live one of a key; one by id,
-///   locked) with the time it was read at, in one round trip where the database tells time.
+///   locked) with the time it was read at, in one round trip where the database tells time;
+/// - `async fn key_now(&mut $conn, &Namespace, &str)`: the live operation of a key if any,
+///   unlocked, and the time it was read at, also when there is none;
 ///
 /// - `async fn stage_writes(&mut $conn, &[Write], &[Event])`: a decision's writes and its
 ///   state-changing events, `StoreError::Stale` when a write changed no row;
-/// - `async fn claim_new_key(&mut $conn, &ClaimRequest, actor, &Fresh)`: a claim whose key
-///   had no live operation on the first read, staged without reading again if the backend
-///   can; `None` when it did not (the key has a live operation after all, or the backend
-///   always reads), and the claim is then decided from a locked read.
+/// - `async fn claim_new_key(&$store, &ClaimRequest, actor, &Fresh, read_at)`: a claim whose
+///   key had no live operation on the first read (at `read_at`), written without reading
+///   again; `None` when another claim took the key in between (nothing was written), and
+///   the claim is then decided from a locked read.
 /// - `async fn report_from_read(&$store, &Namespace, id, token, &Report, actor)`: a report
 ///   decided from an unlocked read and written only if the operation is unchanged, if the
 ///   backend can; `None` sends it to be decided under the lock.
@@ -31,6 +33,7 @@
 /// Changes are published by the backend: on SQLite after the commit, from what `write`'s work
 /// returns; on PostgreSQL by a trigger inside the transaction (migration `announce_trigger`).
 use app::ledger::{Claim, Decision};
+use chrono::{DateTime, Utc};
 
 /// What the first, unlocked read of a claim's key found.
 // Returned once per claim and matched at once: boxing the decision would only add an
@@ -39,8 +42,8 @@ use app::ledger::{Claim, Decision};
 pub(super) enum FirstRead {
     /// Nothing to write: the answer (a replay, a duplicate in flight, a mismatch).
     Decided(Decision<Claim>),
-    /// No live operation: the key looks new.
-    NewKey,
+    /// No live operation at the time read: the key looks new.
+    NewKey(DateTime<Utc>),
     /// The claim changes the operation; it is decided again under the write lock.
     MustWrite,
 }
@@ -284,8 +287,9 @@ macro_rules! impl_ledger_store {
                 None => {
                     let ticket = finals.map(FinalOutcomes::ticket);
                     let mut conn = store.$reader.acquire().await.map_err(store_error)?;
-                    let Some((live, now)) = live_now(&mut conn, &request.namespace, &to_text(&request.key), false).await? else {
-                        return Ok(FirstRead::NewKey);
+                    let (live, now) = key_now(&mut conn, &request.namespace, &to_text(&request.key)).await?;
+                    let Some(live) = live else {
+                        return Ok(FirstRead::NewKey(now));
                     };
                     if let (Some(finals), Some(ticket)) = (finals, ticket) {
                         finals.keep(ticket, &live);
@@ -333,21 +337,20 @@ macro_rules! impl_ledger_store {
                 actor: &str,
                 fresh: Fresh,
             ) -> Result<Decision<Claim>, StoreError> {
-                let looked_new = match decide_without_writing(self, request, actor, &fresh).await? {
+                match decide_without_writing(self, request, actor, &fresh).await? {
                     FirstRead::Decided(decision) => return Ok(decision),
-                    FirstRead::NewKey => true,
-                    FirstRead::MustWrite => false,
-                };
+                    FirstRead::NewKey(read_at) => {
+                        if let Some(claimed) = claim_new_key(self, request, actor, &fresh, read_at).await? {
+                            return Ok(claimed);
+                        }
+                    }
+                    FirstRead::MustWrite => {}
+                }
                 let input = Arc::new((request.clone(), actor.to_owned(), fresh));
                 write_and_forget(self, move |tx| {
                     let input = input.clone();
                     Box::pin(async move {
                         let (request, actor, fresh) = &*input;
-                        if looked_new {
-                            if let Some(claimed) = claim_new_key(tx, request, actor, fresh).await? {
-                                return Ok(claimed);
-                            }
-                        }
                         let (live, now) = match live_now(tx, &request.namespace, &to_text(&request.key), true).await? {
                             Some((live, now)) => (Some(live), now),
                             None => (None, now(tx).await?),

@@ -77,6 +77,62 @@ pub(crate) async fn start(
     }
 }
 
+/// A successful completion's report.
+pub(crate) fn succeeded() -> app::ledger::Report {
+    app::ledger::Report::Completed {
+        succeeded: true,
+        result: Some(json!({ "refund_id": "re_1" })),
+        error: None,
+        retryable: false,
+        provider_ref: None,
+    }
+}
+
+/// A successful completion of `before` by `actor`, decided now, not yet written.
+pub(crate) fn late_completion(
+    before: &app::ledger::Operation,
+    token: &str,
+    actor: &str,
+) -> app::ledger::Decision<Result<app::ledger::Operation, app::ledger::ReportRefused>> {
+    app::ledger::decide_report(
+        before.clone(),
+        token,
+        &succeeded(),
+        actor,
+        chrono::Utc::now(),
+    )
+}
+
+/// A completion of `before` decided by `agent:late`, overtaken before it is written: another
+/// one, by `agent:first`, lands in between. The late decision, to be written (or not).
+pub(crate) async fn overtaken_completion(
+    store: &dyn LedgerStore,
+    request: &ClaimRequest,
+    before: &app::ledger::Operation,
+    token: &str,
+) -> app::ledger::Decision<Result<app::ledger::Operation, app::ledger::ReportRefused>> {
+    let late = late_completion(before, token, "agent:late");
+    let first = complete(store, request, before.id, token, "agent:first").await;
+    assert!(first.is_ok(), "{first:?}");
+    late
+}
+
+/// The answer to a successful completion of `id` by `actor`, reported through `store`.
+pub(crate) async fn complete(
+    store: &dyn LedgerStore,
+    request: &ClaimRequest,
+    id: Uuid,
+    token: &str,
+    actor: &str,
+) -> Result<app::ledger::Operation, app::ledger::ReportRefused> {
+    let decided = store
+        .report(&request.namespace, id, token, &succeeded(), actor)
+        .await
+        .unwrap()
+        .expect("found");
+    decided.outcome
+}
+
 async fn a_claim_inserts_once_and_the_next_claim_finds_it(store: Arc<dyn LedgerStore>) {
     let order = request("billing", "order-1", "refund");
     let (started, _) = start(store.as_ref(), &order).await;

@@ -1,9 +1,12 @@
-//! The ledger on PostgreSQL. A claim locks the live row of its key (`select … for update`);
-//! when there is none yet, two processes may both insert, the unique index lets one win, and
-//! the loser's transaction fails with `Conflict` and is retried by the service, then finding
-//! the winner's row. Time is the database's, so every process agrees on leases and expiry.
+//! The ledger on PostgreSQL. A claim of a key that had no live operation when read inserts
+//! it at once (`on conflict do nothing`, one statement with its events); the unique index on
+//! a key's live operation lets one of racing claims win, in this process or another, and the
+//! others are decided from a locked read of the winner's row. Other changes lock the row
+//! they change (`select … for update`), except a completion of a pending operation, written
+//! guarded by what it read. Time is the database's, so every process agrees on leases and
+//! expiry.
 
-use app::domain::{Namespace, ToolName, ToolPolicy};
+use app::domain::{Namespace, OperationStatus, ToolName, ToolPolicy};
 use app::ledger::{
     decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
     ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationChange, OperationFilter,
@@ -14,7 +17,7 @@ use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgPool;
 use sqlx::types::Json;
-use sqlx::{PgConnection, Postgres};
+use sqlx::{FromRow, PgConnection, Postgres, Row};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -56,12 +59,49 @@ async fn live_now(
     row.map(ReadAtRow::into_pair).transpose()
 }
 
+/// The live operation of a key, if any, and the database's time, in one round trip also
+/// when there is none: the operation is joined to a one-row clock.
+async fn key_now(
+    conn: &mut PgConnection,
+    namespace: &Namespace,
+    key: &str,
+) -> Result<(Option<Operation>, DateTime<Utc>), StoreError> {
+    let sql = format!(
+        "select {OPERATION_COLUMNS}, read_at from (select clock_timestamp() as read_at) as clock \
+         left join operations on namespace = $1 and key = $2 and retired_at is null"
+    );
+    let row = sqlx::query(&sql)
+        .bind(namespace.as_str())
+        .bind(key)
+        .fetch_one(conn)
+        .await
+        .map_err(store_error)?;
+    let read_at: DateTime<Utc> = row.try_get("read_at").map_err(store_error)?;
+    let id: Option<Uuid> = row.try_get("id").map_err(store_error)?;
+    let live = match id {
+        Some(_) => Some(Operation::try_from(
+            OperationRow::from_row(&row).map_err(store_error)?,
+        )?),
+        None => None,
+    };
+    Ok((live, read_at))
+}
+
 /// An operation by id, locked, and the database's time, in one round trip.
 async fn locked_now(
     conn: &mut PgConnection,
     id: Uuid,
 ) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-    let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where id = $1 for update");
+    by_id_now(conn, id, " for update").await
+}
+
+/// An operation by id (with `lock`, if any) and the database's time, in one round trip.
+async fn by_id_now(
+    conn: &mut PgConnection,
+    id: Uuid,
+    lock: &str,
+) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+    let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where id = $1{lock}");
     let row: Option<ReadAtRow> = sqlx::query_as(&sql)
         .bind(id)
         .fetch_optional(conn)
@@ -116,6 +156,15 @@ async fn stage_writes(
     }
     let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
     push_write(&mut sql, last);
+    push_events_of_written(&mut sql, events);
+    changing(sql, tx, events.len() as u64).await
+}
+
+/// Ends the write in `sql` (opened by `with written as (`) and appends its events, one row
+/// each for every row the write changed (at most one): ` returning 1) insert into
+/// operation_events select … from written union all …`. Needs 1 to `EVENTS_PER_STATEMENT`
+/// events.
+fn push_events_of_written<'a>(sql: &mut sqlx::QueryBuilder<'a, Postgres>, events: &'a [Event]) {
     sql.push(" returning 1) ").push(INSERT_EVENTS);
     for (i, event) in events.iter().enumerate() {
         if i > 0 {
@@ -133,31 +182,104 @@ async fn stage_writes(
             .push_bind(Json(&event.detail))
             .push(" from written");
     }
-    changing(sql, tx, events.len() as u64).await
 }
 
-/// Always reads first: the locked read of the key also tells the database's time, which a
-/// new operation needs, so inserting without it would save no round trip.
+/// A claim whose key had no live operation when it was read (at `read_at`, the database's
+/// time): the new operation and its events are written as one statement outside a
+/// transaction (`with written as (insert … on conflict do nothing returning 1) insert into
+/// operation_events …`), one round trip instead of four (begin, locked read, write,
+/// commit). The unique index on a key's live operation decides: when another claim took the
+/// key in between (in this process or another), nothing is written, and `None` sends the
+/// claim back to be decided from a locked read.
 async fn claim_new_key(
-    _: &mut PgConnection,
-    _: &ClaimRequest,
-    _: &str,
-    _: &Fresh,
-) -> Result<Option<(Decision<Claim>, Vec<OperationChange>)>, StoreError> {
-    Ok(None)
+    store: &PostgresStore,
+    request: &ClaimRequest,
+    actor: &str,
+    fresh: &Fresh,
+    read_at: DateTime<Utc>,
+) -> Result<Option<Decision<Claim>>, StoreError> {
+    let decision = decide_claim(None, request, actor, fresh.clone(), read_at);
+    let [Write::Insert(operation)] = decision.writes.as_slice() else {
+        return Ok(None);
+    };
+    let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
+    push_insert(&mut sql, operation);
+    sql.push(" on conflict do nothing");
+    let applied = write_alone(sql, &decision.state_events(), &store.pool).await?;
+    Ok(applied.then_some(decision))
 }
 
-/// Always decided under the lock: the locked read is one round trip here, as the unlocked
-/// one would be.
+/// Runs a write (opened in `sql` by `with written as (`, guarded to change one row or none)
+/// with its events as one statement, which is atomic without a transaction. Whether it
+/// changed its row (and so wrote the events); `false`, with nothing written, also for a
+/// change whose events one statement cannot carry: it is then made under the lock.
+async fn write_alone<'a>(
+    mut sql: sqlx::QueryBuilder<'a, Postgres>,
+    events: &'a [Event],
+    pool: &PgPool,
+) -> Result<bool, StoreError> {
+    if events.is_empty() || events.len() > EVENTS_PER_STATEMENT {
+        return Ok(false);
+    }
+    push_events_of_written(&mut sql, events);
+    let done = sql.build().execute(pool).await.map_err(store_error)?;
+    // The events follow the one row the write changed, or none: no other count can come.
+    Ok(done.rows_affected() == events.len() as u64)
+}
+
+/// A completion (or a report of `unknown`) of a pending operation, decided from a read
+/// without a lock and written as one statement outside a transaction, guarded by what was
+/// read (status, lease token, `updated_at`: any change to a pending operation moves one of
+/// them), its events riding along (`with written as (update … returning 1) insert …`). One
+/// statement is atomic on its own, so the report costs two round trips instead of four
+/// (begin, locked read, write, commit). `None` when it is not such a report, or the row moved
+/// meanwhile — then it is decided again under the lock.
 async fn report_from_read(
-    _: &PostgresStore,
-    _: &Namespace,
-    _: Uuid,
-    _: &str,
-    _: &Report,
-    _: &str,
+    store: &PostgresStore,
+    namespace: &Namespace,
+    id: Uuid,
+    token: &str,
+    report: &Report,
+    actor: &str,
 ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
-    Ok(None)
+    let mut conn = store.pool.acquire().await.map_err(store_error)?;
+    let Some((before, now)) = by_id_now(&mut conn, id, "").await? else {
+        return Ok(None);
+    };
+    drop(conn);
+    if &before.namespace != namespace {
+        return Ok(None);
+    }
+    let decision = decide_report(before.clone(), token, report, actor, now);
+    let applied = write_if_unchanged(store, &before, &decision).await?;
+    Ok(applied.then_some(decision))
+}
+
+/// Writes a decision on a pending operation (its one update and its events) as one
+/// statement, only if the row is still as `before`: its status, lease and time of last
+/// change. Whether it was; `false`, with nothing written, also for any other decision.
+async fn write_if_unchanged<T>(
+    store: &PostgresStore,
+    before: &Operation,
+    decision: &Decision<T>,
+) -> Result<bool, StoreError> {
+    let (
+        Some(lease),
+        [write @ Write::Update {
+            expected_status: OperationStatus::Pending,
+            ..
+        }],
+    ) = (&before.lease, decision.writes.as_slice())
+    else {
+        return Ok(false);
+    };
+    let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
+    push_write(&mut sql, write);
+    sql.push(" and lease_token = ")
+        .push_bind(lease.token.clone())
+        .push(" and updated_at = ")
+        .push_bind(before.updated_at);
+    write_alone(sql, &decision.state_events(), &store.pool).await
 }
 
 #[derive(sqlx::FromRow)]
@@ -207,3 +329,149 @@ impl EventSink for QuietEventSink {
 
 impl_ledger_store!(store: PostgresStore, db: Postgres, conn: PgConnection, lock: " for update",
     skip_locked: " for update skip locked", reader: pool);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::conformance::ledger::{
+        fresh, late_completion, overtaken_completion, request, start, succeeded,
+    };
+    use crate::storage::testing::{Backend, TestDatabase};
+    use app::ledger::{EventKind, LedgerStore};
+
+    /// A migrated store with one operation started: the store, its claim, the operation
+    /// and its lease token.
+    async fn pending(db: &TestDatabase) -> (PostgresStore, ClaimRequest, Operation, String) {
+        let store = PostgresStore::open(db.url()).await.unwrap();
+        store.migrate().await.unwrap();
+        let order = request("billing", "order-1", "refund");
+        let (started, token) = start(&store, &order).await;
+        (store, order, started, token)
+    }
+
+    async fn kinds_and_actors(store: &PostgresStore, id: Uuid) -> Vec<(EventKind, String)> {
+        let events = store.events(id).await.unwrap();
+        events.into_iter().map(|e| (e.kind, e.actor)).collect()
+    }
+
+    /// A new key is claimed in one statement; a second claim of it that way writes nothing
+    /// and is sent to the locked read (`None`).
+    #[tokio::test]
+    async fn a_new_key_is_claimed_in_one_statement_and_only_once() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = PostgresStore::open(db.url()).await.unwrap();
+        store.migrate().await.unwrap();
+        let order = request("billing", "order-1", "refund");
+        let mut conn = store.pool.acquire().await.unwrap();
+        let (none, read_at) = key_now(&mut conn, &order.namespace, "order-1")
+            .await
+            .unwrap();
+        assert!(none.is_none());
+        drop(conn);
+
+        let first = claim_new_key(&store, &order, "agent:first", &fresh(), read_at)
+            .await
+            .unwrap()
+            .expect("claimed");
+        let Claim::Started { operation, .. } = first.outcome else {
+            panic!("expected a start, got {:?}", first.outcome);
+        };
+        assert_eq!(
+            store.operation(operation.id).await.unwrap(),
+            Some(operation.clone())
+        );
+        let second = claim_new_key(&store, &order, "agent:second", &fresh(), read_at)
+            .await
+            .unwrap();
+        assert!(second.is_none(), "the key is taken");
+
+        let mut conn = store.pool.acquire().await.unwrap();
+        let (live, _) = key_now(&mut conn, &order.namespace, "order-1")
+            .await
+            .unwrap();
+        assert_eq!(
+            live,
+            Some(operation.clone()),
+            "the first claim's operation is live"
+        );
+        drop(conn);
+        assert_eq!(
+            kinds_and_actors(&store, operation.id).await,
+            [(EventKind::Claimed, "agent:first".to_owned())]
+        );
+        let all: i64 = sqlx::query_scalar("select count(*) from operation_events")
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(all, 1, "the second claim wrote no event");
+        store.close().await;
+    }
+
+    /// The fast way is taken for a plain completion (were it skipped, completions would still
+    /// be right, only slower, so it is checked here rather than by its answers).
+    #[tokio::test]
+    async fn a_completion_of_an_unchanged_pending_operation_is_one_statement() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let (store, order, started, token) = pending(&db).await;
+        let decided = report_from_read(
+            &store,
+            &order.namespace,
+            started.id,
+            &token,
+            &succeeded(),
+            "agent:t",
+        )
+        .await
+        .unwrap()
+        .expect("decided from the read");
+        let completed = decided.outcome.expect("accepted");
+        let stored = store.operation(started.id).await.unwrap().unwrap();
+        assert_eq!(stored, completed, "what was answered is what is stored");
+        assert_eq!(
+            kinds_and_actors(&store, started.id).await,
+            [
+                (EventKind::Claimed, "agent:test/k".to_owned()),
+                (EventKind::Completed, "agent:t".to_owned())
+            ]
+        );
+        store.close().await;
+    }
+
+    /// A completion written from a read that another completion overtook changes nothing:
+    /// neither the row nor the events.
+    #[tokio::test]
+    async fn a_completion_decided_before_another_landed_writes_nothing() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let (store, order, before, token) = pending(&db).await;
+        let late = overtaken_completion(&store, &order, &before, &token).await;
+
+        assert!(!write_if_unchanged(&store, &before, &late).await.unwrap());
+        let events = kinds_and_actors(&store, before.id).await;
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert_eq!(events[1], (EventKind::Completed, "agent:first".to_owned()));
+        store.close().await;
+    }
+
+    /// The same guard catches a new lease on a still pending operation (a takeover).
+    #[tokio::test]
+    async fn a_completion_with_a_lease_taken_over_since_writes_nothing() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let (store, _, before, token) = pending(&db).await;
+        let stale = late_completion(&before, &token, "agent:old");
+        sqlx::query("update operations set lease_token = 'taken-over' where id = $1")
+            .bind(before.id)
+            .execute(&store.pool)
+            .await
+            .unwrap();
+
+        assert!(!write_if_unchanged(&store, &before, &stale).await.unwrap());
+        let stored = store.operation(before.id).await.unwrap().unwrap();
+        assert_eq!(
+            stored.status,
+            OperationStatus::Pending,
+            "the old lease completed nothing"
+        );
+        assert_eq!(kinds_and_actors(&store, before.id).await.len(), 1);
+        store.close().await;
+    }
+}

@@ -51,6 +51,18 @@ async fn live_now(
     Ok(live.map(|operation| (operation, now)))
 }
 
+/// The live operation of a key, if any, and the time it was read at.
+async fn key_now(
+    conn: &mut SqliteConnection,
+    namespace: &Namespace,
+    key: &str,
+) -> Result<(Option<Operation>, DateTime<Utc>), StoreError> {
+    Ok(match live_now(conn, namespace, key, false).await? {
+        Some((live, now)) => (Some(live), now),
+        None => (None, now(conn).await?),
+    })
+}
+
 /// An operation by id, in the writer's transaction, and the time it was read at.
 async fn locked_now(
     conn: &mut SqliteConnection,
@@ -129,29 +141,38 @@ async fn stage_guarded<'a>(
 }
 
 /// A claim whose key had no live operation when it was read outside the writer: most likely
-/// still so, so the new operation is inserted without reading again, in one trip with its
-/// events. The unique index on a key's live operation decides: when another claim took the
-/// key in between, the insert does nothing, nor do the events, and `None` sends the claim
-/// back to be decided from a fresh read.
+/// still so, so the new operation is inserted without reading again, in one trip to the
+/// writer with its events. The unique index on a key's live operation decides: when another
+/// claim took the key in between, the insert does nothing, nor do the events, and `None`
+/// sends the claim back to be decided from a fresh read. Its time is the writer's.
 async fn claim_new_key(
-    tx: &mut SqliteConnection,
+    store: &SqliteStore,
     request: &ClaimRequest,
     actor: &str,
     fresh: &Fresh,
-) -> Result<Option<(Decision<Claim>, Vec<OperationChange>)>, StoreError> {
-    let decision = decide_claim(None, request, actor, fresh.clone(), now(tx).await?);
-    let [Write::Insert(operation)] = decision.writes.as_slice() else {
-        return Ok(None);
-    };
-    let events = decision.state_events();
-    let mut sql = QueryBuilder::<Sqlite>::new("");
-    push_insert(&mut sql, operation);
-    sql.push(" on conflict do nothing");
-    if !stage_guarded(sql, &events, tx).await? {
-        return Ok(None);
-    }
-    let changes = OperationChange::of_writes(&decision.writes);
-    Ok(Some((decision, changes)))
+    _read_at: DateTime<Utc>,
+) -> Result<Option<Decision<Claim>>, StoreError> {
+    let input = Arc::new((request.clone(), actor.to_owned(), fresh.clone()));
+    write_and_forget(store, move |tx| {
+        let input = input.clone();
+        Box::pin(async move {
+            let (request, actor, fresh) = &*input;
+            let decision = decide_claim(None, request, actor, fresh.clone(), now(tx).await?);
+            let [Write::Insert(operation)] = decision.writes.as_slice() else {
+                return Ok((None, Vec::new()));
+            };
+            let events = decision.state_events();
+            let mut sql = QueryBuilder::<Sqlite>::new("");
+            push_insert(&mut sql, operation);
+            sql.push(" on conflict do nothing");
+            if !stage_guarded(sql, &events, tx).await? {
+                return Ok((None, Vec::new()));
+            }
+            let changes = OperationChange::of_writes(&decision.writes);
+            Ok((Some(decision), changes))
+        })
+    })
+    .await
 }
 
 /// A completion (or a report of `unknown`) of a pending operation, decided from the row as
@@ -274,7 +295,9 @@ impl_ledger_store!(store: SqliteStore, db: Sqlite, conn: SqliteConnection, lock:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::conformance::ledger::{fresh, request, start};
+    use crate::storage::conformance::ledger::{
+        complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
+    };
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
 
@@ -294,21 +317,6 @@ mod tests {
     /// As [`pending`], on a store opened as `idem serve` opens it (keeping rows in memory).
     async fn served_pending(db: &TestDatabase) -> (SqliteStore, ClaimRequest, Operation, String) {
         pending_on(SqliteStore::open_to_serve(db.url()).await.unwrap()).await
-    }
-
-    /// The answer to a successful completion of `id` reported through `store`.
-    async fn complete(
-        store: &SqliteStore,
-        order: &ClaimRequest,
-        id: Uuid,
-        token: &str,
-    ) -> Result<Operation, ReportRefused> {
-        let decided = store
-            .report(&order.namespace, id, token, &succeeded(), "agent:t")
-            .await
-            .unwrap()
-            .expect("found");
-        decided.outcome
     }
 
     /// In one writer transaction: `first`, then `late` (decided from `before`) staged only
@@ -331,16 +339,6 @@ mod tests {
             })
             .await
             .unwrap()
-    }
-
-    fn succeeded() -> Report {
-        Report::Completed {
-            succeeded: true,
-            result: Some(serde_json::json!({ "refund_id": "re_1" })),
-            error: None,
-            retryable: false,
-            provider_ref: None,
-        }
     }
 
     fn kinds(events: Vec<Event>) -> Vec<EventKind> {
@@ -403,7 +401,7 @@ mod tests {
         let kept = finals.leased(started.id).map(|(operation, _)| operation);
         assert_eq!(kept, Some(started.clone()), "kept as committed");
 
-        let completed = complete(&store, &order, started.id, &token).await;
+        let completed = complete(&store, &order, started.id, &token, "agent:t").await;
         assert_eq!(completed.unwrap().status, OperationStatus::Succeeded);
         assert!(finals.leased(started.id).is_none(), "no longer pending");
         store.close().await;
@@ -423,7 +421,7 @@ mod tests {
             .await
             .unwrap();
 
-        let refused = complete(&store, &order, started.id, &token).await;
+        let refused = complete(&store, &order, started.id, &token, "agent:t").await;
         assert!(
             matches!(refused, Err(ReportRefused::LeaseLost)),
             "{refused:?}"
@@ -445,26 +443,7 @@ mod tests {
     async fn a_decision_on_a_row_that_moved_since_its_read_stages_nothing() {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let (store, order, before, token) = pending(&db).await;
-        let late = decide_report(
-            before.clone(),
-            &token,
-            &succeeded(),
-            "agent:late",
-            Utc::now(),
-        );
-
-        let first = store
-            .report(
-                &order.namespace,
-                before.id,
-                &token,
-                &succeeded(),
-                "agent:first",
-            )
-            .await
-            .unwrap()
-            .expect("found");
-        assert!(first.outcome.is_ok());
+        let late = overtaken_completion(&store, &order, &before, &token).await;
 
         let staged = stage_late(&store, &before, late, Vec::new()).await;
         assert!(!staged, "the moved row is not overwritten");
@@ -486,13 +465,7 @@ mod tests {
     async fn a_new_lease_on_a_still_pending_operation_counts_as_a_move() {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let (store, _, before, token) = pending(&db).await;
-        let stale = decide_report(
-            before.clone(),
-            &token,
-            &succeeded(),
-            "agent:old",
-            Utc::now(),
-        );
+        let stale = late_completion(&before, &token, "agent:old");
 
         let mut taken_over = before.clone();
         taken_over.lease = Some(app::ledger::Lease {
