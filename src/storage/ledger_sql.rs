@@ -305,10 +305,11 @@ macro_rules! impl_ledger_store {
             })
         }
 
-        /// Runs a change (as `write`) and then, before its caller hears of it, tells the
-        /// rows kept in memory (forgets the final outcomes it changed, keeps what it leased). Where outcomes are kept, both run on a task of their
-        /// own: the commit goes on if the caller goes away (a cancelled request), so the
-        /// forgetting must not depend on the caller either.
+        /// Runs a change (as `write`) and then, before its caller hears of it, tells the rows
+        /// kept in memory (it forgets the final outcomes the change replaced and keeps the
+        /// operations it leased). Where rows are kept, both run on a task of their own: the
+        /// commit goes on if the caller goes away (a cancelled request), so the forgetting
+        /// must not depend on the caller either.
         async fn write_and_forget<T, F>(store: &$store, work: F) -> Result<T, StoreError>
         where
             T: MadeWrites + Send + 'static,
