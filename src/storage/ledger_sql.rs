@@ -12,8 +12,8 @@
 ///   its commit (on SQLite possibly together with other changes: group commit), publishing
 ///   the changes `work` returns; and `quiet_events` (a `QuietEvents`);
 /// - `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>` (the clock of leases);
-/// - on the store, `finals()`: the final outcomes it keeps in memory, if it may (see
-///   `FinalOutcomes`; `FinalOutcomes` itself must be in scope);
+/// - on the store, `kept()`: the rows it keeps in memory, if it may (see
+///   `KeptRows`; `KeptRows` itself must be in scope);
 /// - `async fn live_now(&mut $conn, &Namespace, &str, lock: bool)` and
 ///   `async fn locked_now(&mut $conn, Uuid)`: an operation (the live one of a key; one by id,
 ///   locked) with the time it was read at, in one round trip where the database tells time;
@@ -281,18 +281,18 @@ macro_rules! impl_ledger_store {
             actor: &str,
             fresh: &Fresh,
         ) -> Result<FirstRead, StoreError> {
-            let finals = store.finals();
-            let (live, now) = match finals.and_then(|f| f.get(&request.namespace, &request.key)) {
+            let kept = store.kept();
+            let (live, now) = match kept.and_then(|rows| rows.get(&request.namespace, &request.key)) {
                 Some(kept) => kept,
                 None => {
-                    let ticket = finals.map(FinalOutcomes::ticket);
+                    let ticket = kept.map(KeptRows::ticket);
                     let mut conn = store.$reader.acquire().await.map_err(store_error)?;
                     let (live, now) = key_now(&mut conn, &request.namespace, &to_text(&request.key)).await?;
                     let Some(live) = live else {
                         return Ok(FirstRead::NewKey(now));
                     };
-                    if let (Some(finals), Some(ticket)) = (finals, ticket) {
-                        finals.keep(ticket, &live);
+                    if let (Some(kept), Some(ticket)) = (kept, ticket) {
+                        kept.keep(ticket, &live);
                     }
                     (live, now)
                 }
@@ -315,14 +315,14 @@ macro_rules! impl_ledger_store {
             T: MadeWrites + Send + 'static,
             F: for<'c> Fn(&'c mut $conn) -> Staging<'c, T> + Send + 'static,
         {
-            if store.finals().is_none() {
+            if store.kept().is_none() {
                 return store.write(work).await;
             }
             let store = store.clone();
             tokio::spawn(async move {
                 let made = store.write(work).await?;
-                if let Some(finals) = store.finals() {
-                    finals.committed(made.writes());
+                if let Some(kept) = store.kept() {
+                    kept.committed(made.writes());
                 }
                 Ok(made)
             })

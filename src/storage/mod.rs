@@ -2,8 +2,8 @@
 //! (scale-out). Both implement the same traits and pass one conformance suite.
 
 mod audit_sql;
-mod final_outcomes;
 mod identity_sql;
+mod kept_rows;
 mod ledger_sql;
 mod metrics_sql;
 mod operation_rows;

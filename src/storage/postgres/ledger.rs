@@ -22,7 +22,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::PostgresStore;
-use crate::storage::final_outcomes::{FinalOutcomes, MadeWrites};
+use crate::storage::kept_rows::{KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
 use crate::storage::operation_rows::{
     list_query, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,

@@ -6,7 +6,7 @@ use app::store_error::StoreError;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use std::time::Duration;
 
-use super::final_outcomes::FinalOutcomes;
+use super::kept_rows::KeptRows;
 use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
 
@@ -30,7 +30,7 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// None: other processes change the database too, and this one would not hear of
     /// their changes before answering from memory.
-    pub(super) fn finals(&self) -> Option<&FinalOutcomes> {
+    pub(super) fn kept(&self) -> Option<&KeptRows> {
         None
     }
 

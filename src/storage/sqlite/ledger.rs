@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use super::group_commit::GroupCommit;
 use super::SqliteStore;
-use crate::storage::final_outcomes::{FinalOutcomes, MadeWrites};
+use crate::storage::kept_rows::{KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
 use crate::storage::operation_rows::{
     list_query, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
@@ -28,7 +28,7 @@ use crate::storage::{store_error, Staging};
 
 /// Now, at the precision both databases keep (microseconds): the process's clock.
 pub(super) async fn now(_: &mut SqliteConnection) -> Result<DateTime<Utc>, StoreError> {
-    Ok(crate::storage::final_outcomes::now())
+    Ok(crate::storage::kept_rows::now())
 }
 
 /// The live operation of a key and the time it was read at. The writer's `BEGIN IMMEDIATE`
@@ -189,7 +189,7 @@ async fn report_from_read(
     report: &Report,
     actor: &str,
 ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
-    let kept = store.finals().and_then(|finals| finals.leased(id));
+    let kept = store.kept().and_then(|rows| rows.leased(id));
     let (before, now) = match kept {
         Some(kept) => kept,
         None => {
@@ -397,13 +397,13 @@ mod tests {
     async fn a_served_store_decides_a_completion_from_the_operation_it_leased() {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let (store, order, started, token) = served_pending(&db).await;
-        let finals = store.finals().expect("a served store keeps rows");
-        let kept = finals.leased(started.id).map(|(operation, _)| operation);
-        assert_eq!(kept, Some(started.clone()), "kept as committed");
+        let rows = store.kept().expect("a served store keeps rows");
+        let leased = rows.leased(started.id).map(|(operation, _)| operation);
+        assert_eq!(leased, Some(started.clone()), "kept as committed");
 
         let completed = complete(&store, &order, started.id, &token, "agent:t").await;
         assert_eq!(completed.unwrap().status, OperationStatus::Succeeded);
-        assert!(finals.leased(started.id).is_none(), "no longer pending");
+        assert!(rows.leased(started.id).is_none(), "no longer pending");
         store.close().await;
     }
 

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::final_outcomes::FinalOutcomes;
+use super::kept_rows::KeptRows;
 use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
 use group_commit::GroupCommit;
@@ -36,7 +36,7 @@ pub struct SqliteStore {
     quiet_events: QuietEvents,
     changes: Changes,
     /// Kept only by the store `idem serve` opened, which alone changes the file.
-    finals: Option<Arc<FinalOutcomes>>,
+    kept: Option<Arc<KeptRows>>,
     /// `idem serve`'s hold on the file, released when the last clone of the store is gone
     /// (or the process is).
     _served: Option<Arc<std::fs::File>>,
@@ -70,7 +70,7 @@ impl SqliteStore {
             }
         }
         let mut store = Self::open(url).await?;
-        store.finals = Some(Arc::default());
+        store.kept = Some(Arc::default());
         store._served = Some(Arc::new(lock));
         Ok(store)
     }
@@ -104,14 +104,15 @@ impl SqliteStore {
             group_commit,
             quiet_events,
             changes,
-            finals: None,
+            kept: None,
             _served: None,
         })
     }
 
-    /// Final outcomes kept in memory (see `FinalOutcomes` for why SQLite may).
-    pub(super) fn finals(&self) -> Option<&FinalOutcomes> {
-        self.finals.as_deref()
+    /// Rows kept in memory: final outcomes and leased operations (see `KeptRows` for why
+    /// SQLite may).
+    pub(super) fn kept(&self) -> Option<&KeptRows> {
+        self.kept.as_deref()
     }
 
     /// Every operation change committed through this store.

@@ -1,14 +1,16 @@
-//! Final outcomes (succeeded, failed, rejected) of live keys, kept in memory so that a replay
-//! is answered without a database read.
+//! Rows a store keeps in memory, learnt from its own commits. First, the final outcomes
+//! (succeeded, failed, rejected) of live keys, so that a replay is answered without a
+//! database read.
 //!
 //! Only a store that alone changes its database may keep them, since it learns of changes
-//! from its own commits: SQLite opened by `idem serve`, which holds its file (`SqliteStore::open_to_serve`). After
+//! from its own commits: SQLite opened by `idem serve`, which holds its file
+//! (`SqliteStore::open_to_serve`). After
 //! every committed change to a row that was final, the store forgets that key before the
 //! change's caller is answered; a read that raced the change cannot put the old row back
 //! (see [`ReadCache`]). So once a resolve, an expire or a new attempt has returned, no claim
 //! is answered from the row before it.
 //!
-//! Beside them, the pending operations this store last wrote with a lease, by id: a
+//! Second, the pending operations this store last wrote with a lease, by id: a
 //! completion is decided from one instead of a database read. These are only hints: the
 //! write a completion makes is guarded by the row's status, lease and time of last change
 //! (see the SQLite ledger's `stage_if_unchanged`), so a row that moved since it was kept is
@@ -44,12 +46,12 @@ impl<T> MadeWrites for Option<Decision<T>> {
 }
 
 /// Final outcomes by `(namespace, key)`, and leased pending operations by id.
-pub struct FinalOutcomes {
+pub struct KeptRows {
     cache: ReadCache<(Namespace, IdempotencyKey), Operation>,
     leased: ReadCache<Uuid, Operation>,
 }
 
-impl Default for FinalOutcomes {
+impl Default for KeptRows {
     fn default() -> Self {
         Self {
             cache: ReadCache::new(MAX_AGE, CAPACITY),
@@ -66,7 +68,7 @@ pub(crate) fn now() -> DateTime<Utc> {
         .unwrap_or(now)
 }
 
-impl FinalOutcomes {
+impl KeptRows {
     /// The key's final operation if kept, with the time to decide at: the process clock,
     /// which is the clock of the only store that keeps final outcomes (SQLite's).
     pub fn get(
