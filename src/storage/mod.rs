@@ -46,6 +46,8 @@ pub enum OpenError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot start the SQLite writer's thread: {0}")]
+    Writer(#[source] std::io::Error),
 }
 
 /// An open, migrated database of either kind.

@@ -96,7 +96,8 @@ impl SqliteStore {
             .await
             .map_err(OpenError::Connect)?;
         let changes = Changes::new();
-        let group_commit = GroupCommit::start(writer.clone(), changes.clone());
+        let group_commit =
+            GroupCommit::start(writer.clone(), changes.clone()).map_err(OpenError::Writer)?;
         let quiet_events = QuietEvents::start(ledger::quiet_event_sink(group_commit.clone()));
         Ok(Self {
             writer,
