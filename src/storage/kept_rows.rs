@@ -2,13 +2,14 @@
 //! (succeeded, failed, rejected) of live keys, so that a replay is answered without a
 //! database read.
 //!
-//! Only a store that alone changes its database may keep them, since it learns of changes
-//! from its own commits: SQLite opened by `idem serve`, which holds its file
-//! (`SqliteStore::open_to_serve`). After
+//! On SQLite only the store `idem serve` opened keeps them: it holds its file
+//! (`SqliteStore::open_to_serve`), so it learns of every change from its own commits. After
 //! every committed change to a row that was final, the store forgets that key before the
 //! change's caller is answered; a read that raced the change cannot put the old row back
 //! (see [`ReadCache`]). So once a resolve, an expire or a new attempt has returned, no claim
-//! is answered from the row before it.
+//! is answered from the row before it. On PostgreSQL other processes change rows too; there
+//! each `idem serve` keeps them as a member of the protocol in `postgres::kept_members`,
+//! which gives the same promise across processes.
 //!
 //! Second, the pending operations this store last wrote with a lease, by id: a
 //! completion is decided from one instead of a database read. These are only hints: the
@@ -20,6 +21,7 @@ use app::domain::{IdempotencyKey, Namespace, OperationStatus};
 use app::ledger::{Decision, Operation, Write};
 use app::read_cache::{FillTicket, ReadCache};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -49,6 +51,10 @@ impl<T> MadeWrites for Option<Decision<T>> {
 pub struct KeptRows {
     cache: ReadCache<(Namespace, IdempotencyKey), Operation>,
     leased: ReadCache<Uuid, Operation>,
+    /// Added to the process clock to decide from a kept row: zero where the process clock is
+    /// the database's (SQLite), else the most the database's clock can be ahead of it, so
+    /// that a kept outcome is never replayed past its end of life by the database's clock.
+    clock_ahead_micros: AtomicI64,
 }
 
 impl Default for KeptRows {
@@ -56,6 +62,7 @@ impl Default for KeptRows {
         Self {
             cache: ReadCache::new(MAX_AGE, CAPACITY),
             leased: ReadCache::new(MAX_AGE, CAPACITY),
+            clock_ahead_micros: AtomicI64::new(0),
         }
     }
 }
@@ -77,7 +84,37 @@ impl KeptRows {
         key: &IdempotencyKey,
     ) -> Option<(Operation, DateTime<Utc>)> {
         let operation = self.cache.get(&(namespace.clone(), key.clone()))?;
-        Some((operation, now()))
+        let ahead = self.clock_ahead_micros.load(Ordering::Relaxed);
+        Some((operation, now() + TimeDelta::microseconds(ahead)))
+    }
+
+    /// Sets how far the database's clock may be ahead of the process's (see `get`).
+    pub fn set_clock_ahead(&self, ahead: TimeDelta) {
+        let micros = ahead.num_microseconds().unwrap_or(i64::MAX);
+        self.clock_ahead_micros.store(micros, Ordering::Relaxed);
+    }
+
+    /// Forgets the key's final outcome, and turns away every fill read before now.
+    pub fn forget(&self, namespace: &Namespace, key: &IdempotencyKey) {
+        self.cache.invalidate(&(namespace.clone(), key.clone()));
+    }
+
+    /// Forgets every final outcome and leased row, and turns away every fill read before now.
+    pub fn forget_all(&self) {
+        self.cache.invalidate_all();
+        self.leased.invalidate_all();
+    }
+
+    /// Whether committed writes changed a row that may be kept as a final outcome (see
+    /// `forget_changed`).
+    pub fn replaced_final(writes: &[Write]) -> bool {
+        writes.iter().any(|write| match write {
+            Write::Update {
+                expected_status, ..
+            } => expected_status.is_final(),
+            Write::Retire { .. } => true,
+            Write::Insert(_) => false,
+        })
     }
 
     /// The pending operation `id` as this store last wrote it with a lease, if kept, with

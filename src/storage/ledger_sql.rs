@@ -29,6 +29,9 @@
 /// - `async fn report_from_read(&$store, &Namespace, id, token, &Report, actor)`: a report
 ///   decided from an unlocked read and written only if the operation is unchanged, if the
 ///   backend can; `None` sends it to be decided under the lock.
+/// - `async fn write_and_forget(&$store, work)`: runs a change that may replace a kept row
+///   (as `write`), and makes sure no rows kept in memory, in this process or (PostgreSQL)
+///   another, still hold what it replaced before its caller hears of it.
 ///
 /// Changes are published by the backend: on SQLite after the commit, from what `write`'s work
 /// returns; on PostgreSQL by a trigger inside the transaction (migration `announce_trigger`).
@@ -303,31 +306,6 @@ macro_rules! impl_ledger_store {
             } else {
                 FirstRead::MustWrite
             })
-        }
-
-        /// Runs a change (as `write`) and then, before its caller hears of it, tells the rows
-        /// kept in memory (it forgets the final outcomes the change replaced and keeps the
-        /// operations it leased). Where rows are kept, both run on a task of their own: the
-        /// commit goes on if the caller goes away (a cancelled request), so the forgetting
-        /// must not depend on the caller either.
-        async fn write_and_forget<T, F>(store: &$store, work: F) -> Result<T, StoreError>
-        where
-            T: MadeWrites + Send + 'static,
-            F: for<'c> Fn(&'c mut $conn) -> Staging<'c, T> + Send + 'static,
-        {
-            if store.kept().is_none() {
-                return store.write(work).await;
-            }
-            let store = store.clone();
-            tokio::spawn(async move {
-                let made = store.write(work).await?;
-                if let Some(kept) = store.kept() {
-                    kept.committed(made.writes());
-                }
-                Ok(made)
-            })
-            .await
-            .map_err(|error| StoreError::Backend(Box::new(error)))?
         }
 
         #[async_trait::async_trait]

@@ -63,9 +63,10 @@ impl Database {
         Self::open_as(url, false).await
     }
 
-    /// Opens the database for `idem serve`: as [`Database::open`], and a SQLite file is held
-    /// for this process alone (a second server on it is refused), which lets the store keep
-    /// final outcomes in memory. The command line's other commands may still open it.
+    /// Opens the database for `idem serve`: as [`Database::open`], and the store keeps final
+    /// outcomes in memory. A SQLite file is held for this process alone (a second server on it
+    /// is refused); on PostgreSQL the process joins the others that keep outcomes (see
+    /// `postgres::kept_members`). The command line's other commands may still open it.
     pub async fn open_to_serve(url: &str) -> Result<Self, OpenError> {
         Self::open_as(url, true).await
     }
@@ -79,7 +80,12 @@ impl Database {
             };
             Database::Sqlite(store)
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Database::Postgres(PostgresStore::open(url).await?)
+            let store = if serving {
+                PostgresStore::open_to_serve(url).await?
+            } else {
+                PostgresStore::open(url).await?
+            };
+            Database::Postgres(store)
         } else {
             return Err(OpenError::UnsupportedUrl(url.to_owned()));
         };

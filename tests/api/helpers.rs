@@ -178,7 +178,7 @@ impl Client {
         Self::new(base, HeaderMap::new())
     }
 
-    fn new(base: &str, headers: HeaderMap) -> Self {
+    pub fn new(base: &str, headers: HeaderMap) -> Self {
         let http = reqwest::Client::builder()
             .cookie_store(true)
             .default_headers(headers)

@@ -288,6 +288,55 @@ async fn postgres_two_servers_500_concurrent_claims_of_one_key_start_exactly_one
     );
 }
 
+/// Two server processes on one PostgreSQL database, each answering replays from memory: once
+/// a person's expiry through the second has answered, the first never replays the expired
+/// outcome — the next claim there starts a new operation.
+#[tokio::test]
+async fn postgres_an_expiry_through_one_server_is_never_replayed_by_the_other_from_memory() {
+    let database = TestDatabase::create(Db::Postgres).await;
+    let first = ServerProcess::start(database.url());
+    let second = ServerProcess::start(database.url());
+    let key = cli_key(database.url(), "billing");
+    let args = [
+        "users",
+        "create",
+        "--username",
+        "olga",
+        "--role",
+        "operator",
+        "--password-stdin",
+    ];
+    let created = crate::cli::idem(&args, database.url(), Some("olga's password\n"));
+    assert!(created.status.success(), "{created:?}");
+    let operator = Client::new(&second.address, reqwest::header::HeaderMap::new());
+    assert_eq!(
+        operator.login("olga", "olga's password").await.status(),
+        200
+    );
+    let agent = first.agent(&key);
+
+    for round in 0..5 {
+        let body = json!({ "tool": "refund", "key": format!("order-{round}"), "args": { "round": round } });
+        let (id, token, _) = agent.start(&body).await;
+        let done =
+            json!({ "lease_token": token, "outcome": "succeeded", "result": { "n": round } });
+        assert_eq!(agent.complete(&id, &done).await.status(), 200);
+        for _ in 0..20 {
+            assert_eq!(agent.claim(&body).await.status(), 200, "replayed");
+        }
+        let reason = json!({ "reason": "the customer asked again" });
+        assert_eq!(operator.expire(&id, &reason).await.status(), 200);
+        let next = agent.claim(&body).await;
+        assert_eq!(
+            next.status(),
+            201,
+            "round {round}: a new operation, not the expired outcome"
+        );
+        let next: Value = next.json().await.unwrap();
+        assert_ne!(next["operation"]["id"], id.as_str());
+    }
+}
+
 /// How long another process's events written behind may take to show up, at most; far more
 /// than they need (their writer starts on the first event).
 const CONVERGENCE: Duration = Duration::from_secs(10);

@@ -295,6 +295,21 @@ impl ReadAtRow {
     }
 }
 
+/// Runs a change (as `write`); if it replaced a final outcome, answers only once every
+/// process that keeps outcomes in memory has forgotten it (`kept_members::fence`). Each
+/// process forgets by itself, from the change's announcement, even if this caller goes away.
+async fn write_and_forget<T, F>(store: &PostgresStore, work: F) -> Result<T, StoreError>
+where
+    T: MadeWrites + Send + 'static,
+    F: for<'c> Fn(&'c mut PgConnection) -> Staging<'c, T> + Send + 'static,
+{
+    let made = store.write(work).await?;
+    if KeptRows::replaced_final(made.writes()) {
+        super::kept_members::fence(&store.pool).await?;
+    }
+    Ok(made)
+}
+
 impl PostgresStore {
     /// One transaction per change: PostgreSQL commits concurrent transactions together
     /// itself. Changes travel by the `operations_announce` trigger, so nothing is published

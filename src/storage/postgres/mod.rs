@@ -1,16 +1,20 @@
 //! PostgreSQL: the scale-out backend. Server processes are stateless and share one database;
 //! commits are durable (`synchronous_commit=on`, the server default).
 
+use app::domain::IdempotencyKey;
 use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::kept_rows::KeptRows;
 use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
+use kept_members::{Membership, BEAT, FENCES_CHANNEL};
 
 mod identity;
+mod kept_members;
 mod ledger;
 mod metrics;
 
@@ -25,17 +29,29 @@ pub struct PostgresStore {
     pool: PgPool,
     quiet_events: QuietEvents,
     changes: Changes,
+    /// Only `idem serve`'s store keeps final outcomes in memory (as on SQLite).
+    membership: Option<Arc<Membership>>,
 }
 
 impl PostgresStore {
-    /// None: other processes change the database too, and this one would not hear of
-    /// their changes before answering from memory.
+    /// The final outcomes kept in memory, while this process may answer from them (see
+    /// `kept_members`: other processes change the database too).
     pub(super) fn kept(&self) -> Option<&KeptRows> {
-        None
+        self.membership.as_ref()?.rows()
+    }
+
+    /// Connects for `idem serve`: as [`PostgresStore::open`], and the process keeps final
+    /// outcomes in memory as a member of `kept_members` (it joins once migrated).
+    pub async fn open_to_serve(url: &str) -> Result<Self, OpenError> {
+        Self::connect(url, Some(Arc::new(Membership::new()))).await
     }
 
     /// Connects to a `postgres://` URL.
     pub async fn open(url: &str) -> Result<Self, OpenError> {
+        Self::connect(url, None).await
+    }
+
+    async fn connect(url: &str, membership: Option<Arc<Membership>>) -> Result<Self, OpenError> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(10))
@@ -46,16 +62,22 @@ impl PostgresStore {
             .await
             .map_err(OpenError::Connect)?;
         listener
-            .listen(CHANGES_CHANNEL)
+            .listen_all([CHANGES_CHANNEL, FENCES_CHANNEL])
             .await
             .map_err(OpenError::Connect)?;
         let changes = Changes::new();
-        tokio::spawn(relay_changes(listener, changes.clone()));
+        tokio::spawn(relay_changes(
+            listener,
+            changes.clone(),
+            membership.clone(),
+            pool.clone(),
+        ));
         let quiet_events = QuietEvents::start(ledger::quiet_event_sink(pool.clone()));
         Ok(Self {
             pool,
             quiet_events,
             changes,
+            membership,
         })
     }
 
@@ -64,8 +86,17 @@ impl PostgresStore {
         &self.changes
     }
 
+    /// Brings the schema up to date; then a serving store joins the members.
     pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
-        sqlx::migrate!("migrations/postgres").run(&self.pool).await
+        sqlx::migrate!("migrations/postgres")
+            .run(&self.pool)
+            .await?;
+        if let Some(membership) = &self.membership {
+            if membership.start_beating() {
+                tokio::spawn(beat(membership.clone(), self.pool.clone()));
+            }
+        }
+        Ok(())
     }
 
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
@@ -78,28 +109,102 @@ impl PostgresStore {
 
     pub(super) async fn close(&self) {
         self.quiet_events.flush().await;
+        if let Some(membership) = &self.membership {
+            membership.leave(&self.pool).await;
+        }
         self.pool.close().await;
     }
 }
 
-/// Re-publishes in this process every change notified on the database, until the pool
-/// closes. `recv` reconnects by itself when the connection drops; notifications sent while it
-/// was away are lost (a live view reloads what it shows).
-async fn relay_changes(mut listener: PgListener, changes: Changes) {
+/// Renews this process's membership every `BEAT`, until the pool closes.
+async fn beat(membership: Arc<Membership>, pool: PgPool) {
+    while !pool.is_closed() {
+        if let Err(error) = membership.beat(&pool).await {
+            if !pool.is_closed() {
+                tracing::warn!(%error, "could not renew the kept-outcome membership");
+            }
+        }
+        tokio::time::sleep(BEAT).await;
+    }
+}
+
+/// Re-publishes in this process every change notified on the database, and keeps the
+/// membership up to date (see `kept_members`), until the pool closes. The listener reconnects
+/// by itself when the connection drops; notifications sent while it was away are lost (a
+/// live view reloads what it shows; the membership forgets everything it kept).
+async fn relay_changes(
+    mut listener: PgListener,
+    changes: Changes,
+    membership: Option<Arc<Membership>>,
+    pool: PgPool,
+) {
+    let membership = membership.as_deref();
     loop {
-        match listener.recv().await {
-            Ok(notification) => {
-                match serde_json::from_str::<OperationChange>(notification.payload()) {
-                    Ok(change) => changes.publish(change),
-                    Err(error) => tracing::warn!(%error, "ignoring a malformed operation change"),
+        match listener.try_recv().await {
+            Ok(Some(notification)) => {
+                if notification.channel() == FENCES_CHANNEL {
+                    if let Some(membership) = membership {
+                        fence_seen(membership, notification.payload(), &pool).await;
+                    }
+                } else {
+                    relay_change(&changes, membership, notification.payload());
+                }
+                if let Some(membership) = membership {
+                    membership.listening();
+                }
+            }
+            Ok(None) => {
+                tracing::warn!(
+                    "the operation change listener reconnected; changes may have been missed"
+                );
+                if let Some(membership) = membership {
+                    membership.listener_lost(true);
                 }
             }
             Err(sqlx::Error::PoolClosed) => return,
             Err(error) => {
                 tracing::warn!(%error, "lost the operation change listener; reconnecting");
+                if let Some(membership) = membership {
+                    membership.listener_lost(false);
+                }
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
+    }
+}
+
+/// An announced operation change: the change, and the key it is of.
+#[derive(serde::Deserialize)]
+struct Announcement {
+    #[serde(flatten)]
+    change: OperationChange,
+    key: IdempotencyKey,
+}
+
+fn relay_change(changes: &Changes, membership: Option<&Membership>, payload: &str) {
+    match serde_json::from_str::<Announcement>(payload) {
+        Ok(Announcement { change, key }) => {
+            if let Some(membership) = membership {
+                membership.changed(&change.namespace, &key);
+            }
+            changes.publish(change);
+        }
+        Err(error) => {
+            if let Some(membership) = membership {
+                membership.changed_unknown();
+            }
+            tracing::warn!(%error, "ignoring a malformed operation change");
+        }
+    }
+}
+
+async fn fence_seen(membership: &Membership, payload: &str, pool: &PgPool) {
+    let Ok(fence) = payload.parse::<i64>() else {
+        tracing::warn!(payload, "ignoring a malformed fence");
+        return;
+    };
+    if let Err(error) = membership.fence_seen(fence, pool).await {
+        tracing::warn!(%error, "could not acknowledge a fence");
     }
 }
 

@@ -256,6 +256,31 @@ async fn stage_if_unchanged<T>(
     stage_guarded(sql, &events, tx).await
 }
 
+/// Runs a change (as `write`) and then, before its caller hears of it, tells the rows kept
+/// in memory (it forgets the final outcomes the change replaced and keeps the operations it
+/// leased). Where rows are kept, both run on a task of their own: the commit goes on if the
+/// caller goes away (a cancelled request), so the forgetting must not depend on the caller
+/// either.
+async fn write_and_forget<T, F>(store: &SqliteStore, work: F) -> Result<T, StoreError>
+where
+    T: MadeWrites + Send + 'static,
+    F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
+{
+    if store.kept().is_none() {
+        return store.write(work).await;
+    }
+    let store = store.clone();
+    tokio::spawn(async move {
+        let made = store.write(work).await?;
+        if let Some(kept) = store.kept() {
+            kept.committed(made.writes());
+        }
+        Ok(made)
+    })
+    .await
+    .map_err(|error| StoreError::Backend(Box::new(error)))?
+}
+
 impl SqliteStore {
     async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
     where
