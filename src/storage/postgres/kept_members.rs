@@ -229,8 +229,12 @@ impl Membership {
 
 /// After a commit that replaced a final outcome: waits until every member with a live lease
 /// has seen a fence taken now, so none still answers with the replaced outcome. A member that
-/// does not answer is waited for until its lease ends.
+/// does not answer is waited for until its lease ends. A member renews only while it hears
+/// its own beats and acknowledges every fence it hears, so the wait is bounded by a lease;
+/// should it last twice that anyway (a fault this protocol does not foresee), the change is
+/// answered with an error in the log rather than never.
 pub(super) async fn fence(pool: &PgPool) -> Result<(), StoreError> {
+    let deadline = Instant::now() + 2 * Duration::from_secs(LEASE_SECONDS.unsigned_abs());
     let (fence,): (i64,) = sqlx::query_as(
         "select number from (select nextval('kept_fences') as number) as fence, \
          lateral (select pg_notify($1, number::text)) as notified",
@@ -249,6 +253,14 @@ pub(super) async fn fence(pool: &PgPool) -> Result<(), StoreError> {
         .await
         .map_err(store_error)?;
         if behind == 0 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            tracing::error!(
+                fence,
+                behind,
+                "members with a live lease never acknowledged a fence"
+            );
             return Ok(());
         }
         tokio::time::sleep(POLL).await;
