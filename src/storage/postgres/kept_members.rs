@@ -55,7 +55,9 @@ pub(super) struct Membership {
     beating: AtomicBool,
 }
 
-/// The last beat sent, until it comes back through the listener.
+/// The last beat sent, until it is both renewed (its statement answered) and back (its
+/// fence came through the listener) — which of the two comes first is a race between two
+/// connections, so either order completes it.
 #[derive(Default)]
 struct LastBeat {
     sent: Option<SentBeat>,
@@ -63,18 +65,69 @@ struct LastBeat {
     lost: bool,
 }
 
-impl LastBeat {
-    fn may_beat(&self) -> bool {
-        self.sent.is_none() || self.lost
-    }
-}
-
 #[derive(Clone, Copy)]
 struct SentBeat {
     fence: i64,
     sent_at: Instant,
-    /// The most the database's clock can be ahead of this process's.
+    /// Once renewed: the most the database's clock can be ahead of this process's.
+    clock_ahead: Option<TimeDelta>,
+    back: bool,
+}
+
+/// A beat both renewed and back: the member may answer from memory until `sent_at` plus the
+/// lease, less the margin.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CompletedBeat {
+    sent_at: Instant,
     clock_ahead: TimeDelta,
+}
+
+impl LastBeat {
+    fn may_beat(&self) -> bool {
+        self.sent.is_none() || self.lost
+    }
+
+    fn send(&mut self, fence: i64, sent_at: Instant) {
+        self.sent = Some(SentBeat {
+            fence,
+            sent_at,
+            clock_ahead: None,
+            back: false,
+        });
+    }
+
+    /// Its statement answered.
+    fn renewed(&mut self, fence: i64, clock_ahead: TimeDelta) -> Option<CompletedBeat> {
+        self.lost = false;
+        let sent = self.sent.as_mut().filter(|sent| sent.fence == fence)?;
+        sent.clock_ahead = Some(clock_ahead);
+        self.complete()
+    }
+
+    /// Its fence came through the listener.
+    fn back(&mut self, fence: i64) -> Option<CompletedBeat> {
+        let sent = self.sent.as_mut().filter(|sent| sent.fence == fence)?;
+        sent.back = true;
+        self.complete()
+    }
+
+    /// Whether it is unknown if the beat's statement committed: it must not count if its
+    /// fence comes back.
+    fn failed(&mut self, fence: i64) {
+        if self.sent.is_some_and(|sent| sent.fence == fence) {
+            self.sent = None;
+        }
+    }
+
+    fn complete(&mut self) -> Option<CompletedBeat> {
+        let sent = self.sent.filter(|sent| sent.back)?;
+        let clock_ahead = sent.clock_ahead?;
+        self.sent = None;
+        Some(CompletedBeat {
+            sent_at: sent.sent_at,
+            clock_ahead,
+        })
+    }
 }
 
 impl Membership {
@@ -119,11 +172,10 @@ impl Membership {
             .map_err(store_error)?;
         let sent_at = Instant::now();
         let before = Utc::now();
-        self.last_beat.lock().expect("beat lock").sent = Some(SentBeat {
-            fence,
-            sent_at,
-            clock_ahead: TimeDelta::MAX,
-        });
+        self.last_beat
+            .lock()
+            .expect("beat lock")
+            .send(fence, sent_at);
         let renewed: Result<(DateTime<Utc>,), _> = sqlx::query_as(
             "with member as (insert into kept_members (id, lease_until, seen_through) \
                values ($1, clock_timestamp() + make_interval(secs => $2), $3) \
@@ -139,28 +191,28 @@ impl Membership {
         let mut last = self.last_beat.lock().expect("beat lock");
         match renewed {
             Ok((database_now,)) => {
-                if let Some(sent) = last.sent.as_mut().filter(|sent| sent.fence == fence) {
-                    sent.clock_ahead = database_now - before;
+                if let Some(completed) = last.renewed(fence, database_now - before) {
+                    self.serve_after(completed);
                 }
-                last.lost = false;
                 Ok(())
             }
             Err(error) => {
-                // Whether it committed is unknown: it must not count if it comes back.
-                last.sent = None;
+                last.failed(fence);
                 Err(store_error(error))
             }
         }
     }
 
-    /// This member's own beat came back: it is no longer waited for.
-    fn beat_came_back(&self, fence: i64) -> Option<SentBeat> {
-        let mut last = self.last_beat.lock().expect("beat lock");
-        let sent = last
-            .sent
-            .filter(|sent| sent.fence == fence && sent.clock_ahead != TimeDelta::MAX)?;
-        last.sent = None;
-        Some(sent)
+    /// A beat completed: extends how long this member answers from memory, forgetting
+    /// everything first if it was not answering (nothing read before may survive).
+    fn serve_after(&self, beat: CompletedBeat) {
+        let lease = Duration::from_secs(LEASE_SECONDS.unsigned_abs()) - MARGIN;
+        let until = self.micros_since_start(beat.sent_at + lease);
+        if self.rows().is_none() {
+            self.rows.forget_all();
+        }
+        self.rows.set_clock_ahead(beat.clock_ahead);
+        self.serving_until.store(until, Ordering::Release);
     }
 
     /// An announced change of a key: its kept outcome, if any, is no longer the live row.
@@ -191,17 +243,11 @@ impl Membership {
     }
 
     /// A fence came through the listener: everything committed before it has been seen.
-    /// Says so in the member's row; if it is this member's own beat, extends how long it
-    /// answers from memory (forgetting everything first if it was not answering).
+    /// Says so in the member's row; if it is this member's own beat, the beat may complete.
     pub(super) async fn fence_seen(&self, fence: i64, pool: &PgPool) -> Result<(), StoreError> {
-        if let Some(beat) = self.beat_came_back(fence) {
-            let lease = Duration::from_secs(LEASE_SECONDS.unsigned_abs()) - MARGIN;
-            let until = self.micros_since_start(beat.sent_at + lease);
-            if self.rows().is_none() {
-                self.rows.forget_all();
-            }
-            self.rows.set_clock_ahead(beat.clock_ahead);
-            self.serving_until.store(until, Ordering::Release);
+        let completed = self.last_beat.lock().expect("beat lock").back(fence);
+        if let Some(completed) = completed {
+            self.serve_after(completed);
         }
         sqlx::query(
             "update kept_members set seen_through = greatest(seen_through, $2) where id = $1",
@@ -419,6 +465,56 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         panic!("the member did not come back without what it kept");
+    }
+
+    /// The beat's statement and its fence arrive by two connections, in either order; the
+    /// beat completes once, when both have (found under load: counting only the order
+    /// "answered, then back" stalled the beats for good).
+    #[test]
+    fn a_beat_completes_when_renewed_and_back_in_either_order() {
+        let sent_at = std::time::Instant::now();
+        let ahead = chrono::TimeDelta::milliseconds(3);
+        let expected = Some(super::CompletedBeat {
+            sent_at,
+            clock_ahead: ahead,
+        });
+
+        let mut answered_first = super::LastBeat::default();
+        answered_first.send(7, sent_at);
+        assert_eq!(answered_first.renewed(7, ahead), None);
+        assert_eq!(answered_first.back(6), None, "another member's fence");
+        assert_eq!(answered_first.back(7), expected);
+        assert!(answered_first.may_beat());
+
+        let mut back_first = super::LastBeat::default();
+        back_first.send(8, sent_at);
+        assert_eq!(back_first.back(8), None);
+        assert!(!back_first.may_beat(), "not renewed yet");
+        assert_eq!(back_first.renewed(8, ahead), expected);
+        assert_eq!(back_first.back(8), None, "completes once");
+
+        let mut failed = super::LastBeat::default();
+        failed.send(9, sent_at);
+        failed.failed(9);
+        assert_eq!(
+            failed.back(9),
+            None,
+            "a beat that may not have committed never counts"
+        );
+        assert!(failed.may_beat());
+    }
+
+    /// Beats go on: a member still answers from memory after its first lease has ended.
+    #[tokio::test]
+    async fn a_member_keeps_answering_from_memory_beyond_its_first_lease() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = serving(&db).await;
+        tokio::time::sleep(std::time::Duration::from_secs(
+            super::LEASE_SECONDS as u64 + 1,
+        ))
+        .await;
+        assert!(store.kept().is_some(), "its beats renewed the lease");
+        store.close().await;
     }
 
     /// A process that only runs a command (not `idem serve`) keeps nothing.
