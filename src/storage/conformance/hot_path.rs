@@ -265,8 +265,9 @@ async fn expire(store: &dyn LedgerStore, operation: &Operation) {
         .expect("expired");
 }
 
-/// The server's store (`open_to_serve`) answers replays from memory on SQLite; a person's
-/// expiry and a retryable failure's next attempt must still be seen by the very next claim.
+/// The server's store (`open_to_serve`) answers replays from memory (on PostgreSQL once its
+/// first beat came back); a person's expiry and a retryable failure's next attempt must still
+/// be seen by the very next claim.
 async fn once_an_expiry_or_a_new_attempt_returned_no_claim_is_answered_from_the_row_before(
     backend: Backend,
 ) {
