@@ -179,7 +179,9 @@ impl Membership {
         let renewed: Result<(DateTime<Utc>,), _> = sqlx::query_as(
             "with member as (insert into kept_members (id, lease_until, seen_through) \
                values ($1, clock_timestamp() + make_interval(secs => $2), $3) \
-               on conflict (id) do update set lease_until = excluded.lease_until) \
+               on conflict (id) do update set lease_until = excluded.lease_until), \
+             gone as (delete from kept_members \
+               where lease_until < clock_timestamp() - interval '1 hour') \
              select clock_timestamp() from pg_notify($4, $3::text)",
         )
         .bind(self.id)
@@ -515,6 +517,33 @@ mod tests {
         .await;
         assert!(store.kept().is_some(), "its beats renewed the lease");
         store.close().await;
+    }
+
+    /// The row of a member that died without leaving goes with a later beat, an hour on.
+    #[tokio::test]
+    async fn a_long_dead_member_is_cleared_away() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let command = PostgresStore::open(db.url()).await.unwrap();
+        command.migrate().await.unwrap();
+        let dead = uuid::Uuid::new_v4();
+        sqlx::query(
+            "insert into kept_members (id, lease_until, seen_through) \
+             values ($1, clock_timestamp() - interval '2 hours', 0)",
+        )
+        .bind(dead)
+        .execute(&command.pool)
+        .await
+        .unwrap();
+
+        let store = serving(&db).await;
+        let (left,): (i64,) = sqlx::query_as("select count(*) from kept_members where id = $1")
+            .bind(dead)
+            .fetch_one(&command.pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 0);
+        store.close().await;
+        command.close().await;
     }
 
     /// A process that only runs a command (not `idem serve`) keeps nothing.
