@@ -362,10 +362,16 @@ mod tests {
         panic!("a replay never kept the outcome");
     }
 
-    fn expire() -> Settlement {
-        Settlement::Expire {
+    /// A person ends the operation's key's life through `store`; it answers once done.
+    async fn expire(store: &PostgresStore, id: uuid::Uuid) {
+        let expiry = Settlement::Expire {
             reason: "ended by hand".into(),
-        }
+        };
+        let expired = store.settle(id, &expiry, "person:ops").await;
+        assert!(
+            matches!(expired, Ok(Some(ref d)) if d.outcome.is_ok()),
+            "{expired:?}"
+        );
     }
 
     /// The case the fences exist for: a person ends a key's life through one process, which
@@ -379,11 +385,7 @@ mod tests {
         let order = request("billing", "order-1", "refund");
         let operation = kept_outcome(&first, &order).await;
 
-        let expired = second.settle(operation.id, &expire(), "person:ops").await;
-        assert!(
-            matches!(expired, Ok(Some(ref d)) if d.outcome.is_ok()),
-            "{expired:?}"
-        );
+        expire(&second, operation.id).await;
         let kept = first
             .kept()
             .and_then(|rows| rows.get(&order.namespace, &order.key));
@@ -419,11 +421,7 @@ mod tests {
         .await
         .unwrap();
 
-        let expired = store.settle(started.id, &expire(), "person:ops").await;
-        assert!(
-            matches!(expired, Ok(Some(ref d)) if d.outcome.is_ok()),
-            "{expired:?}"
-        );
+        expire(&store, started.id).await;
         let (lapsed,): (bool,) = sqlx::query_as(
             "select lease_until <= clock_timestamp() from kept_members where id = $1",
         )
