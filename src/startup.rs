@@ -16,10 +16,10 @@ use axum::routing::any;
 use axum::Router;
 use leptos::config::{Env, LeptosOptions};
 use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, LeptosRoutes};
+use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -270,6 +270,17 @@ fn leptos_options(config: &ServeConfig, site_addr: SocketAddr) -> LeptosOptions 
         .build()
 }
 
+/// The UI's routes, generated once per process. Generating them renders the app while
+/// leptos_server suppresses resource loads through a flag global to the process
+/// (`SuppressResourceLoad`); a resource that another server in the same process first polls
+/// in that moment waits forever (leptos issue #4773: the page hung until the request
+/// timeout). One `idem serve` generates once before it serves; tests and `idem bench` run
+/// many servers in one process, and the list is the same for all of them.
+fn ui_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
 fn router(state: AppState, config: &ServeConfig) -> Router {
     let ui_context = {
         let state = state.clone();
@@ -284,7 +295,7 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
             http::csp::set_page_policy();
         }
     };
-    let routes = generate_route_list(App);
+    let routes = ui_routes();
     let shell_options = state.leptos_options.clone();
     let ui = Router::new()
         .leptos_routes_with_context(&state, routes, ui_context.clone(), move || {
