@@ -10,10 +10,22 @@
 //!
 //! A change that fails while staging must not take the others with it: the batch is rolled
 //! back and each of its changes is committed alone, so each gets its own answer.
+//!
+//! Each statement is a trip to sqlx's SQLite thread and back, and under load those trips,
+//! not SQLite's work, are most of a batch. So a change that is only a list of statements
+//! (no read between them: a new key's claim, a completion decided from a read) says so
+//! (`Listed`), and the writer stages the listed changes that have the same text together,
+//! as one longer list, in one trip. The changes of one batch are all still unanswered, so
+//! none of their callers can have relied on another's outcome: any order of them is an
+//! order a single writer could have taken, and the writer takes the listed ones after the
+//! others, grouped by text. Lists come in lengths 1, 2, 4, 8 and 16 changes, so their texts
+//! stay few and sqlx keeps each prepared (a new text is prepared afresh, which costs more
+//! than the trips it saves).
 
 use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
-use sqlx::{Connection, SqliteConnection, SqlitePool};
+use futures_util::TryStreamExt;
+use sqlx::{Connection, Either, Executor, QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,13 +38,16 @@ use crate::storage::{store_error, Staging};
 /// ones before it.
 const MAX_BATCH: usize = 256;
 
+/// The most listed changes staged in one trip (a power of two; see the module's note).
+const MAX_LIST: usize = 16;
+
 /// Queues changes for the writer task. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct GroupCommit {
-    queue: mpsc::UnboundedSender<Box<dyn Job>>,
-    /// Transactions committed so far; tests read it to see that changes were grouped.
+    queue: mpsc::UnboundedSender<Job>,
+    /// What the writer did so far; tests read it to see that changes were grouped.
     #[cfg_attr(not(test), allow(dead_code))]
-    commits: Arc<AtomicU64>,
+    counts: Arc<Counts>,
 }
 
 impl GroupCommit {
@@ -46,21 +61,27 @@ impl GroupCommit {
     /// times, its fsync aside. On its own thread the writer runs as soon as it is woken.
     pub(crate) fn start(pool: SqlitePool, changes: Changes) -> std::io::Result<Self> {
         let (queue, jobs) = mpsc::unbounded_channel();
-        let commits = Arc::new(AtomicU64::new(0));
-        let counted = commits.clone();
+        let counts = Arc::new(Counts::default());
+        let counted = counts.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         std::thread::Builder::new()
             .name("idem-sqlite-writer".into())
             .spawn(move || runtime.block_on(run(pool, jobs, changes, counted)))?;
-        Ok(Self { queue, commits })
+        Ok(Self { queue, counts })
     }
 
     /// Transactions committed so far (fewer than changes, under load).
     #[cfg(test)]
     fn commits(&self) -> u64 {
-        self.commits.load(Ordering::Relaxed)
+        self.counts.commits.load(Ordering::Relaxed)
+    }
+
+    /// Lists of listed changes staged so far (fewer than such changes, under load).
+    #[cfg(test)]
+    fn lists(&self) -> u64 {
+        self.counts.lists.load(Ordering::Relaxed)
     }
 
     /// Runs `work` in the writer's transaction and answers once it is committed. `work` may
@@ -72,14 +93,56 @@ impl GroupCommit {
         F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job = Box::new(Pending {
+        let job = Job::Staged(Box::new(Pending {
             work,
             output: None,
             reply,
-        });
+        }));
         self.queue.send(job).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
+
+    /// Stages `change`, a list of statements, in the writer's transaction (with others of
+    /// the same text, in one trip) and answers once it is committed.
+    pub(crate) async fn write_listed<L: Listed>(&self, change: L) -> Result<L::Output, StoreError> {
+        let text = {
+            let mut sql = QueryBuilder::new("");
+            change.push(&mut sql);
+            sql.into_sql()
+        };
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Listed(Box::new(ListedPending {
+            change,
+            text,
+            output: None,
+            reply,
+        }));
+        self.queue.send(job).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// A change that is one list of statements with no read between them, whose answer follows
+/// from the rows each statement changed.
+pub(crate) trait Listed: Send + 'static {
+    type Output: Send + 'static;
+
+    /// Appends the change's statements, separated by `;`, to an empty list or after a `;`;
+    /// returns how many. The same change must always append the same text.
+    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize;
+
+    /// The answer and the changes to publish, from the rows each statement changed (in
+    /// order). An error rolls back the batch, and the change is then staged alone.
+    fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError>;
+}
+
+/// What the writer did, counted.
+#[derive(Default)]
+struct Counts {
+    /// Transactions committed.
+    commits: AtomicU64,
+    /// Lists of listed changes staged (in transactions committed or not).
+    lists: AtomicU64,
 }
 
 fn stopped() -> StoreError {
@@ -87,7 +150,23 @@ fn stopped() -> StoreError {
 }
 
 /// A change waiting for the writer, with its caller's answer erased to fit one queue.
-trait Job: Send {
+enum Job {
+    /// Staged on its own: it may read, and decide as it goes.
+    Staged(Box<dyn StagedJob>),
+    /// Staged in a list with others of the same text.
+    Listed(Box<dyn ListedJob>),
+}
+
+impl Job {
+    fn finish(self, outcome: Result<(), StoreError>) {
+        match self {
+            Job::Staged(job) => job.finish(outcome),
+            Job::Listed(job) => job.finish(outcome),
+        }
+    }
+}
+
+trait StagedJob: Send {
     /// Stages the change in the open transaction; may be called again after a rollback.
     fn stage<'c>(
         &'c mut self,
@@ -104,7 +183,7 @@ struct Pending<T, F> {
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
-impl<T, F> Job for Pending<T, F>
+impl<T, F> StagedJob for Pending<T, F>
 where
     T: Send + 'static,
     F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
@@ -130,13 +209,53 @@ where
     }
 }
 
+trait ListedJob: Send {
+    fn text(&self) -> &str;
+    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize;
+    /// Takes the change's answer from the rows its statements changed; may be called again
+    /// after a rollback.
+    fn take_rows(&mut self, rows: &[u64]) -> Result<Vec<OperationChange>, StoreError>;
+    fn finish(self: Box<Self>, outcome: Result<(), StoreError>);
+}
+
+struct ListedPending<L: Listed> {
+    change: L,
+    text: String,
+    output: Option<L::Output>,
+    reply: oneshot::Sender<Result<L::Output, StoreError>>,
+}
+
+impl<L: Listed> ListedJob for ListedPending<L> {
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
+        self.change.push(sql)
+    }
+
+    fn take_rows(&mut self, rows: &[u64]) -> Result<Vec<OperationChange>, StoreError> {
+        let (output, changes) = self.change.answer(rows)?;
+        self.output = Some(output);
+        Ok(changes)
+    }
+
+    fn finish(self: Box<Self>, outcome: Result<(), StoreError>) {
+        let ListedPending { output, reply, .. } = *self;
+        let answer = outcome.and_then(|()| {
+            output.ok_or_else(|| StoreError::Backend("a change was committed unstaged".into()))
+        });
+        let _ = reply.send(answer);
+    }
+}
+
 async fn run(
     pool: SqlitePool,
-    mut queue: mpsc::UnboundedReceiver<Box<dyn Job>>,
+    mut queue: mpsc::UnboundedReceiver<Job>,
     changes: Changes,
-    commits: Arc<AtomicU64>,
+    counts: Arc<Counts>,
 ) {
-    let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
+    let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.recv().await {
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -145,16 +264,16 @@ async fn run(
                 Err(_) => break,
             }
         }
-        commit_batch(&pool, std::mem::take(&mut batch), &changes, &commits).await;
+        commit_batch(&pool, std::mem::take(&mut batch), &changes, &counts).await;
     }
 }
 
 /// Commits the batch together, or else each of its changes alone.
 async fn commit_batch(
     pool: &SqlitePool,
-    mut batch: Vec<Box<dyn Job>>,
+    mut batch: Vec<Job>,
     published: &Changes,
-    commits: &AtomicU64,
+    counts: &Counts,
 ) {
     let mut conn = match pool.acquire().await {
         Ok(conn) => conn,
@@ -166,7 +285,7 @@ async fn commit_batch(
             return;
         }
     };
-    match stage_and_commit(&mut conn, &mut batch, commits).await {
+    match stage_and_commit(&mut conn, &mut batch, counts).await {
         Ok(changes) => {
             for job in batch {
                 job.finish(Ok(()));
@@ -182,7 +301,7 @@ async fn commit_batch(
             tracing::debug!(%error, size = batch.len(), "a batch failed; committing its changes one by one");
             for job in batch {
                 let mut alone = vec![job];
-                let outcome = stage_and_commit(&mut conn, &mut alone, commits).await;
+                let outcome = stage_and_commit(&mut conn, &mut alone, counts).await;
                 let job = alone.pop().expect("one job");
                 match outcome {
                     Ok(changes) => {
@@ -198,21 +317,101 @@ async fn commit_batch(
 
 async fn stage_and_commit(
     conn: &mut SqliteConnection,
-    batch: &mut [Box<dyn Job>],
-    commits: &AtomicU64,
+    batch: &mut [Job],
+    counts: &Counts,
 ) -> Result<Vec<OperationChange>, StoreError> {
     let mut tx = conn
         .begin_with("BEGIN IMMEDIATE")
         .await
         .map_err(store_error)?;
     let mut changes = Vec::new();
+    let mut listed = Vec::new();
     for job in batch.iter_mut() {
         // On an error the transaction is dropped, which rolls it back.
-        changes.extend(job.stage(&mut tx).await?);
+        match job {
+            Job::Staged(job) => changes.extend(job.stage(&mut tx).await?),
+            Job::Listed(job) => listed.push(job),
+        }
     }
+    changes.extend(stage_listed(&mut tx, listed, counts).await?);
     tx.commit().await.map_err(store_error)?;
-    commits.fetch_add(1, Ordering::Relaxed);
+    counts.commits.fetch_add(1, Ordering::Relaxed);
     Ok(changes)
+}
+
+/// Stages the listed changes, those of the same text together, in lists of up to
+/// `MAX_LIST` changes (a power of two each).
+async fn stage_listed(
+    tx: &mut SqliteConnection,
+    mut listed: Vec<&mut Box<dyn ListedJob>>,
+    counts: &Counts,
+) -> Result<Vec<OperationChange>, StoreError> {
+    listed.sort_by(|a, b| a.text().cmp(b.text()));
+    let mut changes = Vec::new();
+    for same_text in listed.chunk_by_mut(|a, b| a.text() == b.text()) {
+        let mut rest = same_text;
+        while !rest.is_empty() {
+            let length = MAX_LIST.min(1 << rest.len().ilog2());
+            let (list, after) = rest.split_at_mut(length);
+            changes.extend(stage_list(tx, list).await?);
+            counts.lists.fetch_add(1, Ordering::Relaxed);
+            rest = after;
+        }
+    }
+    Ok(changes)
+}
+
+/// Stages the changes as one list of statements, in one trip.
+async fn stage_list(
+    tx: &mut SqliteConnection,
+    list: &mut [&mut Box<dyn ListedJob>],
+) -> Result<Vec<OperationChange>, StoreError> {
+    let (rows, counts) = {
+        let mut sql = QueryBuilder::<Sqlite>::new("");
+        let mut counts = Vec::with_capacity(list.len());
+        for job in list.iter() {
+            if !sql.sql().is_empty() {
+                sql.push("; ");
+            }
+            counts.push(job.push(&mut sql));
+        }
+        (rows_per_statement(tx, sql).await?, counts)
+    };
+    if rows.len() != counts.iter().sum::<usize>() {
+        return Err(StoreError::Backend(
+            format!(
+                "a list of {} statements ran {}",
+                counts.iter().sum::<usize>(),
+                rows.len()
+            )
+            .into(),
+        ));
+    }
+    let mut changes = Vec::new();
+    let mut rest = rows.as_slice();
+    for (job, count) in list.iter_mut().zip(counts) {
+        let (own, after) = rest.split_at(count);
+        changes.extend(job.take_rows(own)?);
+        rest = after;
+    }
+    Ok(changes)
+}
+
+/// Runs a list of statements; the rows each changed, in order.
+pub(crate) async fn rows_per_statement(
+    tx: &mut SqliteConnection,
+    mut sql: QueryBuilder<'_, Sqlite>,
+) -> Result<Vec<u64>, StoreError> {
+    tx.fetch_many(sql.build())
+        .try_filter_map(|step| async move {
+            Ok(match step {
+                Either::Left(done) => Some(done.rows_affected()),
+                Either::Right(_) => None,
+            })
+        })
+        .try_collect()
+        .await
+        .map_err(store_error)
 }
 
 fn publish(published: &Changes, changes: Vec<OperationChange>) {
@@ -250,6 +449,30 @@ mod tests {
                     .map_err(store_error)?;
                 Ok((n, Vec::new()))
             })
+        }
+    }
+
+    /// A listed change: inserts `n` and then `n + 1000` (unless there), and answers `n` only
+    /// if both statements changed one row.
+    struct ListedInsert(i64);
+
+    impl Listed for ListedInsert {
+        type Output = i64;
+
+        fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
+            sql.push("insert into effects (n) values (")
+                .push_bind(self.0)
+                .push("); insert or ignore into effects (n) values (")
+                .push_bind(self.0 + 1000)
+                .push(")");
+            2
+        }
+
+        fn answer(&self, rows: &[u64]) -> Result<(i64, Vec<OperationChange>), StoreError> {
+            match rows {
+                [1, 1] => Ok((self.0, Vec::new())),
+                _ => Err(StoreError::Stale),
+            }
         }
     }
 
@@ -298,5 +521,80 @@ mod tests {
             assert!(answer.is_ok(), "change {i}: {answer:?}");
         }
         assert_eq!(stored(&pool).await, [1, 2, 3, 5]);
+    }
+
+    #[tokio::test]
+    async fn listed_changes_queued_together_go_in_few_lists_and_each_is_answered() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let pool = one_writer(&db).await;
+        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
+
+        let listed = (0..50).map(|n| writer.write_listed(ListedInsert(n)));
+        let answers = futures_util::future::join_all(listed).await;
+
+        let answered: Vec<i64> = answers.into_iter().map(|a| a.expect("committed")).collect();
+        assert_eq!(answered, (0..50).collect::<Vec<_>>());
+        let expected: Vec<i64> = (0..50).chain(1000..1050).collect();
+        assert_eq!(
+            stored(&pool).await,
+            expected,
+            "every statement of every answer"
+        );
+        // One batch of 50 would be lists of 16, 16, 16 and 2; the writer may start before
+        // all are queued, so only "far fewer than one each" is certain.
+        assert!(
+            writer.lists() < 25,
+            "50 listed changes took {} lists",
+            writer.lists()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failing_listed_change_fails_alone_beside_changes_of_both_kinds() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let pool = one_writer(&db).await;
+        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
+
+        // The fourth listed change inserts the second's rows again; staged changes between.
+        let listed = [1, 2, 3, 2, 5].map(|n| writer.write_listed(ListedInsert(n)));
+        let staged = [7, 8].map(|n| writer.write(insert(n)));
+        let (listed, staged) = futures_util::future::join(
+            futures_util::future::join_all(listed),
+            futures_util::future::join_all(staged),
+        )
+        .await;
+
+        assert!(matches!(listed[3], Err(StoreError::Conflict)), "{listed:?}");
+        for (i, answer) in listed.iter().enumerate().filter(|(i, _)| *i != 3) {
+            assert!(answer.is_ok(), "listed change {i}: {answer:?}");
+        }
+        assert!(staged.iter().all(Result::is_ok), "{staged:?}");
+        assert_eq!(
+            stored(&pool).await,
+            [1, 2, 3, 5, 7, 8, 1001, 1002, 1003, 1005]
+        );
+    }
+
+    /// A listed change's answer sees the rows of its own statements, not its neighbours':
+    /// one whose second statement changes nothing is refused, and only it is rolled back.
+    #[tokio::test]
+    async fn a_listed_change_is_answered_from_the_rows_of_its_own_statements() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let pool = one_writer(&db).await;
+        sqlx::query("insert into effects (n) values (1003)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
+
+        // 3's second insert finds its row there and changes nothing.
+        let listed = [1, 2, 3, 4].map(|n| writer.write_listed(ListedInsert(n)));
+        let answers = futures_util::future::join_all(listed).await;
+
+        assert!(matches!(answers[2], Err(StoreError::Stale)), "{answers:?}");
+        for i in [0, 1, 3] {
+            assert!(answers[i].is_ok(), "listed change {i}: {:?}", answers[i]);
+        }
+        assert_eq!(stored(&pool).await, [1, 2, 4, 1001, 1002, 1003, 1004]);
     }
 }

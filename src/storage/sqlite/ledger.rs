@@ -13,12 +13,13 @@ use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use std::future::Future;
 use std::sync::Arc;
 use uuid::Uuid;
 
-use super::group_commit::GroupCommit;
+use super::group_commit::{GroupCommit, Listed};
 use super::SqliteStore;
-use crate::storage::kept_rows::{KeptRows, MadeWrites};
+use crate::storage::kept_rows::{self, KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
 use crate::storage::operation_rows::{
     list_query, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
@@ -120,31 +121,35 @@ fn separate(sql: &mut QueryBuilder<'_, Sqlite>) {
     }
 }
 
-/// Runs `sql`, a write guarded to change its one row or nothing, and the events after it,
-/// which follow only if it changed its row (`changes()`: the rows the statement before
-/// changed). `false`, with nothing staged, when the guard held the write back.
-async fn stage_guarded<'a>(
-    mut sql: QueryBuilder<'a, Sqlite>,
-    events: &'a [Event],
-    tx: &mut SqliteConnection,
-) -> Result<bool, StoreError> {
-    if !events.is_empty() {
-        sql.push("; ").push(INSERT_EVENTS).push("select * from (");
-        push_event_rows(&mut sql, events);
-        sql.push(") where changes() = 1");
+/// Appends the events of a guarded write, the statement before: they follow only if it
+/// changed its row (`changes()`: the rows the statement before changed). How many
+/// statements that appended.
+fn push_guarded_events<'a>(sql: &mut QueryBuilder<'a, Sqlite>, events: &'a [Event]) -> usize {
+    if events.is_empty() {
+        return 0;
     }
-    match rows_changed(sql, tx).await? {
+    sql.push("; ").push(INSERT_EVENTS).push("select * from (");
+    push_event_rows(sql, events);
+    sql.push(") where changes() = 1");
+    1
+}
+
+/// Whether a guarded write and its events were staged, from the rows they changed:
+/// `false`, with nothing staged, when the guard held the write back.
+fn guarded_outcome(rows: &[u64], events: usize) -> Result<bool, StoreError> {
+    match rows.iter().sum::<u64>() {
         0 => Ok(false),
-        changed if changed == 1 + events.len() as u64 => Ok(true),
+        changed if changed == 1 + events as u64 => Ok(true),
         _ => Err(StoreError::Stale),
     }
 }
 
 /// A claim whose key had no live operation when it was read outside the writer: most likely
-/// still so, so the new operation is inserted without reading again, in one trip to the
-/// writer with its events. The unique index on a key's live operation decides: when another
-/// claim took the key in between, the insert does nothing, nor do the events, and `None`
-/// sends the claim back to be decided from a fresh read. Its time is the writer's.
+/// still so, so the new operation is inserted without reading again, in one list with its
+/// events (staged with other such claims in one trip to sqlx's thread). The unique index on
+/// a key's live operation decides: when another claim took the key in between, the insert
+/// does nothing, nor do the events, and `None` sends the claim back to be decided from a
+/// fresh read. It is decided at the process's clock as it is sent to the writer.
 async fn claim_new_key(
     store: &SqliteStore,
     request: &ClaimRequest,
@@ -152,35 +157,61 @@ async fn claim_new_key(
     fresh: &Fresh,
     _read_at: DateTime<Utc>,
 ) -> Result<Option<Decision<Claim>>, StoreError> {
-    let input = Arc::new((request.clone(), actor.to_owned(), fresh.clone()));
-    write_and_forget(store, move |tx| {
-        let input = input.clone();
-        Box::pin(async move {
-            let (request, actor, fresh) = &*input;
-            let decision = decide_claim(None, request, actor, fresh.clone(), now(tx).await?);
-            let [Write::Insert(operation)] = decision.writes.as_slice() else {
-                return Ok((None, Vec::new()));
-            };
-            let events = decision.state_events();
-            let mut sql = QueryBuilder::<Sqlite>::new("");
-            push_insert(&mut sql, operation);
-            sql.push(" on conflict do nothing");
-            if !stage_guarded(sql, &events, tx).await? {
-                return Ok((None, Vec::new()));
-            }
-            let changes = OperationChange::of_writes(&decision.writes);
-            Ok((Some(decision), changes))
+    let decision = decide_claim(None, request, actor, fresh.clone(), kept_rows::now());
+    let Some(claim) = NewKeyClaim::of(decision) else {
+        return Ok(None);
+    };
+    let writer = store.group_commit.clone();
+    forget_after(store, async move { writer.write_listed(claim).await }).await
+}
+
+/// A new key's insert, which does nothing if the key has a live operation, and its events.
+struct NewKeyClaim {
+    operation: Operation,
+    events: Vec<Event>,
+    decision: Decision<Claim>,
+}
+
+impl NewKeyClaim {
+    /// The claim, if its decision is to insert a new operation and nothing else.
+    fn of(decision: Decision<Claim>) -> Option<Self> {
+        let [Write::Insert(operation)] = decision.writes.as_slice() else {
+            return None;
+        };
+        Some(Self {
+            operation: operation.clone(),
+            events: decision.state_events(),
+            decision,
         })
-    })
-    .await
+    }
+}
+
+impl Listed for NewKeyClaim {
+    type Output = Option<Decision<Claim>>;
+
+    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
+        push_insert(sql, &self.operation);
+        sql.push(" on conflict do nothing");
+        1 + push_guarded_events(sql, &self.events)
+    }
+
+    fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
+        Ok(match guarded_outcome(rows, self.events.len())? {
+            true => (
+                Some(self.decision.clone()),
+                OperationChange::of_writes(&self.decision.writes),
+            ),
+            false => (None, Vec::new()),
+        })
+    }
 }
 
 /// A completion (or a report of `unknown`) of a pending operation, decided from the row as
 /// this store last leased it (kept in memory) or else from a read outside the writer, and
-/// written only if the operation is still as read: the writer then
-/// makes one trip for it instead of two (the locked read, then the writes). `None` when it
-/// is not such a report, or the operation moved meanwhile (another report, the lease
-/// reaper, a person, a takeover with a new lease): then it is decided again under the lock.
+/// written only if the operation is still as read: the writer then stages it in a list
+/// (with others, in one trip) instead of reading under its lock first. `None` when it is
+/// not such a report, or the operation moved meanwhile (another report, the lease reaper,
+/// a person, a takeover with a new lease): then it is decided again under the lock.
 async fn report_from_read(
     store: &SqliteStore,
     namespace: &Namespace,
@@ -214,64 +245,90 @@ async fn report_from_read(
     ) {
         return Ok(None);
     }
-    let input = Arc::new((before, decision));
-    write_and_forget(store, move |tx| {
-        let input = input.clone();
-        Box::pin(async move {
-            let (before, decision) = &*input;
-            if !stage_if_unchanged(tx, before, decision).await? {
-                return Ok((None, Vec::new()));
-            }
-            Ok((
-                Some(decision.clone()),
-                OperationChange::of_writes(&decision.writes),
-            ))
-        })
-    })
-    .await
+    let Some(update) = UnchangedUpdate::of(&before, decision) else {
+        return Ok(None);
+    };
+    let writer = store.group_commit.clone();
+    forget_after(store, async move { writer.write_listed(update).await }).await
 }
 
-/// Stages a decision's one update and its events in one trip, guarded by what the decision
-/// read: the status, the lease and the last change's time. Any change to a pending operation
-/// moves its status, or its lease (a takeover) and `updated_at`; so a row that still
-/// matches is the row decided on. `false`, with nothing staged, when it does not.
-async fn stage_if_unchanged<T>(
-    tx: &mut SqliteConnection,
-    before: &Operation,
-    decision: &Decision<T>,
-) -> Result<bool, StoreError> {
-    let [write] = decision.writes.as_slice() else {
-        return Ok(false);
-    };
-    let Some(lease) = &before.lease else {
-        return Ok(false);
-    };
-    let events = decision.state_events();
-    let mut sql = QueryBuilder::<Sqlite>::new("");
-    push_write(&mut sql, write);
-    sql.push(" and lease_token = ")
-        .push_bind(lease.token.clone())
-        .push(" and updated_at = ")
-        .push_bind(before.updated_at);
-    stage_guarded(sql, &events, tx).await
+/// A decision's one update and its events, guarded by what the decision read: the status,
+/// the lease and the last change's time. Any change to a pending operation moves its
+/// status, or its lease (a takeover) and `updated_at`; so a row that still matches is the
+/// row decided on. Nothing is staged when it does not match.
+struct UnchangedUpdate<T> {
+    write: Write,
+    lease_token: String,
+    read_updated_at: DateTime<Utc>,
+    events: Vec<Event>,
+    decision: Decision<T>,
+}
+
+impl<T> UnchangedUpdate<T> {
+    /// The update, if the decision is one write to a leased operation.
+    fn of(before: &Operation, decision: Decision<T>) -> Option<Self> {
+        let [write] = decision.writes.as_slice() else {
+            return None;
+        };
+        Some(Self {
+            write: write.clone(),
+            lease_token: before.lease.as_ref()?.token.clone(),
+            read_updated_at: before.updated_at,
+            events: decision.state_events(),
+            decision,
+        })
+    }
+}
+
+impl<T: Clone + Send + 'static> Listed for UnchangedUpdate<T> {
+    type Output = Option<Decision<T>>;
+
+    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
+        push_write(sql, &self.write);
+        sql.push(" and lease_token = ")
+            .push_bind(&self.lease_token)
+            .push(" and updated_at = ")
+            .push_bind(self.read_updated_at);
+        1 + push_guarded_events(sql, &self.events)
+    }
+
+    fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
+        Ok(match guarded_outcome(rows, self.events.len())? {
+            true => (
+                Some(self.decision.clone()),
+                OperationChange::of_writes(&self.decision.writes),
+            ),
+            false => (None, Vec::new()),
+        })
+    }
 }
 
 /// Runs a change (as `write`) and then, before its caller hears of it, tells the rows kept
-/// in memory (it forgets the final outcomes the change replaced and keeps the operations it
-/// leased). Where rows are kept, both run on a task of their own: the commit goes on if the
-/// caller goes away (a cancelled request), so the forgetting must not depend on the caller
-/// either.
+/// in memory (see [`forget_after`]).
 async fn write_and_forget<T, F>(store: &SqliteStore, work: F) -> Result<T, StoreError>
 where
     T: MadeWrites + Send + 'static,
     F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
 {
+    let writer = store.group_commit.clone();
+    forget_after(store, async move { writer.write(work).await }).await
+}
+
+/// Awaits `write` and then, before its caller hears of it, tells the rows kept in memory (it
+/// forgets the final outcomes the change replaced and keeps the operations it leased). Where
+/// rows are kept, both run on a task of their own: the commit goes on if the caller goes
+/// away (a cancelled request), so the forgetting must not depend on the caller either.
+async fn forget_after<T, W>(store: &SqliteStore, write: W) -> Result<T, StoreError>
+where
+    T: MadeWrites + Send + 'static,
+    W: Future<Output = Result<T, StoreError>> + Send + 'static,
+{
     if store.kept().is_none() {
-        return store.write(work).await;
+        return write.await;
     }
     let store = store.clone();
     tokio::spawn(async move {
-        let made = store.write(work).await?;
+        let made = write.await?;
         if let Some(kept) = store.kept() {
             kept.committed(made.writes());
         }
@@ -323,6 +380,7 @@ mod tests {
     use crate::storage::conformance::ledger::{
         complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
     };
+    use crate::storage::sqlite::group_commit::rows_per_statement;
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
 
@@ -352,14 +410,18 @@ mod tests {
         late: Decision<T>,
         first: Vec<Write>,
     ) -> bool {
-        let input = Arc::new((before.clone(), late, first));
+        let late = UnchangedUpdate::of(before, late).expect("one write to a leased operation");
+        let input = Arc::new((late, first));
         store
             .write(move |tx| {
                 let input = input.clone();
                 Box::pin(async move {
-                    let (before, late, first) = &*input;
+                    let (late, first) = &*input;
                     stage_writes(tx, first, &[]).await?;
-                    Ok((stage_if_unchanged(tx, before, late).await?, Vec::new()))
+                    let mut sql = QueryBuilder::new("");
+                    late.push(&mut sql);
+                    let (staged, _) = late.answer(&rows_per_statement(tx, sql).await?)?;
+                    Ok((staged.is_some(), Vec::new()))
                 })
             })
             .await
