@@ -104,7 +104,8 @@ impl Drop for TestDatabase {
     fn drop(&mut self) {
         match &self.cleanup {
             Cleanup::File(path) => {
-                for suffix in ["", "-wal", "-shm"] {
+                // `-serve.lock` is left by a store opened to serve (`idem serve`'s hold).
+                for suffix in ["", "-wal", "-shm", "-serve.lock"] {
                     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
                 }
             }
