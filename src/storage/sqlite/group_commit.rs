@@ -11,16 +11,16 @@
 //! A change that fails while staging must not take the others with it: the batch is rolled
 //! back and each of its changes is committed alone, so each gets its own answer.
 //!
-//! Each statement is a trip to sqlx's SQLite thread and back, and under load those trips,
-//! not SQLite's work, are most of a batch. So a change that is only a list of statements
-//! (no read between them: a new key's claim, a completion decided from a read) says so
-//! (`Listed`), and the writer stages the listed changes that have the same text together,
-//! as one longer list, in one trip. The changes of one batch are all still unanswered, so
-//! none of their callers can have relied on another's outcome: any order of them is an
-//! order a single writer could have taken, and the writer takes the listed ones after the
-//! others, grouped by text. Lists come in lengths 1, 2, 4, 8 and 16 changes, so their texts
-//! stay few and sqlx keeps each prepared (a new text is prepared afresh, which costs more
-//! than the trips it saves).
+//! Each statement is a trip to sqlx's SQLite thread and back (a thread woken, a thread
+//! parked), which costs more than many a statement's own work. So a change that is only a
+//! list of statements (no read between them: a new key's claim, a completion decided from a
+//! read) says so (`Listed`), and the writer stages the listed changes that have the same
+//! text together, as one longer list, in one trip. The changes of one batch are all still
+//! unanswered, so none of their callers can have relied on another's outcome: any order of
+//! them is an order a single writer could have taken, and the writer takes the listed ones
+//! after the others, grouped by text. Lists come in lengths 1, 2, 4, 8 and 16 changes, so
+//! their texts stay few and sqlx keeps each prepared (a new text is prepared afresh, which
+//! costs more than the trips it saves).
 
 use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
@@ -201,12 +201,21 @@ where
 
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>) {
         let Pending { output, reply, .. } = *self;
-        let answer = outcome.and_then(|()| {
-            output.ok_or_else(|| StoreError::Backend("a change was committed unstaged".into()))
-        });
-        // The caller may have gone (its request was cancelled); the change stands.
-        let _ = reply.send(answer);
+        answer(reply, output, outcome);
     }
+}
+
+/// Answers a change's caller: its output once committed, or why not.
+fn answer<T>(
+    reply: oneshot::Sender<Result<T, StoreError>>,
+    output: Option<T>,
+    outcome: Result<(), StoreError>,
+) {
+    let answer = outcome.and_then(|()| {
+        output.ok_or_else(|| StoreError::Backend("a change was committed unstaged".into()))
+    });
+    // The caller may have gone (its request was cancelled); the change stands.
+    let _ = reply.send(answer);
 }
 
 trait ListedJob: Send {
@@ -242,10 +251,7 @@ impl<L: Listed> ListedJob for ListedPending<L> {
 
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>) {
         let ListedPending { output, reply, .. } = *self;
-        let answer = outcome.and_then(|()| {
-            output.ok_or_else(|| StoreError::Backend("a change was committed unstaged".into()))
-        });
-        let _ = reply.send(answer);
+        answer(reply, output, outcome);
     }
 }
 

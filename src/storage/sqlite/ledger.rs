@@ -144,6 +144,21 @@ fn guarded_outcome(rows: &[u64], events: usize) -> Result<bool, StoreError> {
     }
 }
 
+/// The decision and its changes if its guarded write and events were staged, else `None`.
+fn guarded_answer<T: Clone>(
+    rows: &[u64],
+    events: &[Event],
+    decision: &Decision<T>,
+) -> Result<(Option<Decision<T>>, Vec<OperationChange>), StoreError> {
+    Ok(match guarded_outcome(rows, events.len())? {
+        true => (
+            Some(decision.clone()),
+            OperationChange::of_writes(&decision.writes),
+        ),
+        false => (None, Vec::new()),
+    })
+}
+
 /// A claim whose key had no live operation when it was read outside the writer: most likely
 /// still so, so the new operation is inserted without reading again, in one list with its
 /// events (staged with other such claims in one trip to sqlx's thread). The unique index on
@@ -196,13 +211,7 @@ impl Listed for NewKeyClaim {
     }
 
     fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
-        Ok(match guarded_outcome(rows, self.events.len())? {
-            true => (
-                Some(self.decision.clone()),
-                OperationChange::of_writes(&self.decision.writes),
-            ),
-            false => (None, Vec::new()),
-        })
+        guarded_answer(rows, &self.events, &self.decision)
     }
 }
 
@@ -293,13 +302,7 @@ impl<T: Clone + Send + 'static> Listed for UnchangedUpdate<T> {
     }
 
     fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
-        Ok(match guarded_outcome(rows, self.events.len())? {
-            true => (
-                Some(self.decision.clone()),
-                OperationChange::of_writes(&self.decision.writes),
-            ),
-            false => (None, Vec::new()),
-        })
+        guarded_answer(rows, &self.events, &self.decision)
     }
 }
 
