@@ -13,6 +13,7 @@ use axum::body::Body;
 use axum::extract::FromRef;
 use axum::http::{header, HeaderValue, Request, StatusCode};
 use axum::routing::any;
+use axum::serve::ListenerExt;
 use axum::Router;
 use leptos::config::{Env, LeptosOptions};
 use leptos::prelude::provide_context;
@@ -198,7 +199,14 @@ impl Application {
             let _ = stop_demo_agent.send(true);
             changes.close();
         };
-        axum::serve(self.listener, service)
+        // Without TCP_NODELAY a streamed page's later chunks wait for the client's delayed
+        // ACK of the first (Nagle): the first request of each page took 40 ms more.
+        let listener = self.listener.tap_io(|connection| {
+            if let Err(error) = connection.set_nodelay(true) {
+                tracing::debug!(%error, "TCP_NODELAY could not be set on a connection");
+            }
+        });
+        axum::serve(listener, service)
             .with_graceful_shutdown(shutdown)
             .await?;
         let _ = stop_workers.send(true);
