@@ -35,7 +35,7 @@ async fn pages_render_while_other_servers_start_in_the_same_process() {
                 let mut answered = 0;
                 while !started_all.load(Ordering::Acquire) {
                     let response =
-                        tokio::time::timeout(Duration::from_secs(10), client.get_page("/"))
+                        tokio::time::timeout(Duration::from_secs(30), client.get_page("/"))
                             .await
                             .expect("the page is answered while other servers start");
                     assert_eq!(response.headers()["location"], "/login");
