@@ -15,12 +15,12 @@
 //! parked), which costs more than many a statement's own work. So a change that is only a
 //! list of statements (no read between them: a new key's claim, a completion decided from a
 //! read) says so (`Listed`), and the writer stages the listed changes that have the same
-//! text together, as one longer list, in one trip. The changes of one batch are all still
-//! unanswered, so none of their callers can have relied on another's outcome: any order of
-//! them is an order a single writer could have taken, and the writer takes the listed ones
-//! after the others, grouped by text. Lists come in lengths 1, 2, 4, 8 and 16 changes, so
-//! their texts stay few and sqlx keeps each prepared (a new text is prepared afresh, which
-//! costs more than the trips it saves).
+//! shape (the same text) together, as one longer list, in one trip. The changes of one
+//! batch are all still unanswered, so none of their callers can have relied on another's
+//! outcome: any order of them is an order a single writer could have taken, and the writer
+//! takes the listed ones after the others, grouped by shape. Lists come in lengths 1, 2,
+//! 4, 8 and 16 changes, so their texts stay few and sqlx keeps each prepared (a new text is
+//! prepared afresh, which costs more than the trips it saves).
 
 use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
@@ -103,17 +103,11 @@ impl GroupCommit {
     }
 
     /// Stages `change`, a list of statements, in the writer's transaction (with others of
-    /// the same text, in one trip) and answers once it is committed.
+    /// the same shape, in one trip) and answers once it is committed.
     pub(crate) async fn write_listed<L: Listed>(&self, change: L) -> Result<L::Output, StoreError> {
-        let text = {
-            let mut sql = QueryBuilder::new("");
-            change.push(&mut sql);
-            sql.into_sql()
-        };
         let (reply, answer) = oneshot::channel();
         let job = Job::Listed(Box::new(ListedPending {
             change,
-            text,
             output: None,
             reply,
         }));
@@ -127,6 +121,11 @@ impl GroupCommit {
 pub(crate) trait Listed: Send + 'static {
     type Output: Send + 'static;
 
+    /// What the change's statements look like: changes of the same shape must append the
+    /// same text, so that a list of them is a text sqlx has prepared before. (Were they
+    /// not, the list would still be right, only prepared afresh.)
+    fn shape(&self) -> Shape;
+
     /// Appends the change's statements, separated by `;`, to an empty list or after a `;`;
     /// returns how many. The same change must always append the same text.
     fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize;
@@ -135,6 +134,9 @@ pub(crate) trait Listed: Send + 'static {
     /// order). An error rolls back the batch, and the change is then staged alone.
     fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError>;
 }
+
+/// A listed change's kind and how many events it writes: together, its statements' text.
+pub(crate) type Shape = (&'static str, usize);
 
 /// What the writer did, counted.
 #[derive(Default)]
@@ -153,7 +155,7 @@ fn stopped() -> StoreError {
 enum Job {
     /// Staged on its own: it may read, and decide as it goes.
     Staged(Box<dyn StagedJob>),
-    /// Staged in a list with others of the same text.
+    /// Staged in a list with others of the same shape.
     Listed(Box<dyn ListedJob>),
 }
 
@@ -219,7 +221,7 @@ fn answer<T>(
 }
 
 trait ListedJob: Send {
-    fn text(&self) -> &str;
+    fn shape(&self) -> Shape;
     fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize;
     /// Takes the change's answer from the rows its statements changed; may be called again
     /// after a rollback.
@@ -229,14 +231,13 @@ trait ListedJob: Send {
 
 struct ListedPending<L: Listed> {
     change: L,
-    text: String,
     output: Option<L::Output>,
     reply: oneshot::Sender<Result<L::Output, StoreError>>,
 }
 
 impl<L: Listed> ListedJob for ListedPending<L> {
-    fn text(&self) -> &str {
-        &self.text
+    fn shape(&self) -> Shape {
+        self.change.shape()
     }
 
     fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
@@ -345,17 +346,17 @@ async fn stage_and_commit(
     Ok(changes)
 }
 
-/// Stages the listed changes, those of the same text together, in lists of up to
+/// Stages the listed changes, those of the same shape together, in lists of up to
 /// `MAX_LIST` changes (a power of two each).
 async fn stage_listed(
     tx: &mut SqliteConnection,
     mut listed: Vec<&mut Box<dyn ListedJob>>,
     counts: &Counts,
 ) -> Result<Vec<OperationChange>, StoreError> {
-    listed.sort_by(|a, b| a.text().cmp(b.text()));
+    listed.sort_by_key(|job| job.shape());
     let mut changes = Vec::new();
-    for same_text in listed.chunk_by_mut(|a, b| a.text() == b.text()) {
-        let mut rest = same_text;
+    for same_shape in listed.chunk_by_mut(|a, b| a.shape() == b.shape()) {
+        let mut rest = same_shape;
         while !rest.is_empty() {
             let length = MAX_LIST.min(1 << rest.len().ilog2());
             let (list, after) = rest.split_at_mut(length);
@@ -464,6 +465,10 @@ mod tests {
 
     impl Listed for ListedInsert {
         type Output = i64;
+
+        fn shape(&self) -> Shape {
+            ("insert n and n + 1000", 0)
+        }
 
         fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
             sql.push("insert into effects (n) values (")

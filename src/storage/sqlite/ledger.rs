@@ -17,7 +17,7 @@ use std::future::Future;
 use std::sync::Arc;
 use uuid::Uuid;
 
-use super::group_commit::{GroupCommit, Listed};
+use super::group_commit::{GroupCommit, Listed, Shape};
 use super::SqliteStore;
 use crate::storage::kept_rows::{self, KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
@@ -204,6 +204,10 @@ impl NewKeyClaim {
 impl Listed for NewKeyClaim {
     type Output = Option<Decision<Claim>>;
 
+    fn shape(&self) -> Shape {
+        ("new key's claim", self.events.len())
+    }
+
     fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
         push_insert(sql, &self.operation);
         sql.push(" on conflict do nothing");
@@ -274,9 +278,9 @@ struct UnchangedUpdate<T> {
 }
 
 impl<T> UnchangedUpdate<T> {
-    /// The update, if the decision is one write to a leased operation.
+    /// The update, if the decision is one update of a leased operation.
     fn of(before: &Operation, decision: Decision<T>) -> Option<Self> {
-        let [write] = decision.writes.as_slice() else {
+        let [write @ Write::Update { .. }] = decision.writes.as_slice() else {
             return None;
         };
         Some(Self {
@@ -291,6 +295,10 @@ impl<T> UnchangedUpdate<T> {
 
 impl<T: Clone + Send + 'static> Listed for UnchangedUpdate<T> {
     type Output = Option<Decision<T>>;
+
+    fn shape(&self) -> Shape {
+        ("update of an unchanged row", self.events.len())
+    }
 
     fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
         push_write(sql, &self.write);
