@@ -421,7 +421,7 @@ mod tests {
         late: Decision<T>,
         first: Vec<Write>,
     ) -> bool {
-        let late = UnchangedUpdate::of(before, late).expect("one write to a leased operation");
+        let late = UnchangedUpdate::of(before, late).expect("one update of a leased operation");
         let input = Arc::new((late, first));
         store
             .write(move |tx| {
