@@ -384,14 +384,10 @@ async fn stage_list(
         }
         (rows_per_statement(tx, sql).await?, counts)
     };
-    if rows.len() != counts.iter().sum::<usize>() {
+    let statements: usize = counts.iter().sum();
+    if rows.len() != statements {
         return Err(StoreError::Backend(
-            format!(
-                "a list of {} statements ran {}",
-                counts.iter().sum::<usize>(),
-                rows.len()
-            )
-            .into(),
+            format!("a list of {statements} statements ran {}", rows.len()).into(),
         ));
     }
     let mut changes = Vec::new();
@@ -446,6 +442,14 @@ mod tests {
         pool
     }
 
+    /// A fresh file, its one connection and a writer on it (the file goes with the first).
+    async fn started() -> (TestDatabase, SqlitePool, GroupCommit) {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let pool = one_writer(&db).await;
+        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
+        (db, pool, writer)
+    }
+
     fn insert(n: i64) -> impl for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, i64> {
         move |tx| {
             Box::pin(async move {
@@ -496,9 +500,7 @@ mod tests {
 
     #[tokio::test]
     async fn changes_queued_together_commit_together_and_each_is_answered() {
-        let db = TestDatabase::create(Backend::Sqlite).await;
-        let pool = one_writer(&db).await;
-        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
+        let (_db, pool, writer) = started().await;
 
         // All queued before the writer task first runs (one thread): one batch.
         let answers =
@@ -516,9 +518,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failing_change_fails_alone_and_the_rest_of_its_batch_commits() {
-        let db = TestDatabase::create(Backend::Sqlite).await;
-        let pool = one_writer(&db).await;
-        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
+        let (_db, pool, writer) = started().await;
 
         // The fourth change inserts the second's row again.
         let changes = [1, 2, 3, 2, 5].map(|n| writer.write(insert(n)));
@@ -536,9 +536,7 @@ mod tests {
 
     #[tokio::test]
     async fn listed_changes_queued_together_go_in_few_lists_and_each_is_answered() {
-        let db = TestDatabase::create(Backend::Sqlite).await;
-        let pool = one_writer(&db).await;
-        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
+        let (_db, pool, writer) = started().await;
 
         let listed = (0..50).map(|n| writer.write_listed(ListedInsert(n)));
         let answers = futures_util::future::join_all(listed).await;
@@ -562,9 +560,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failing_listed_change_fails_alone_beside_changes_of_both_kinds() {
-        let db = TestDatabase::create(Backend::Sqlite).await;
-        let pool = one_writer(&db).await;
-        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
+        let (_db, pool, writer) = started().await;
 
         // The fourth listed change inserts the second's rows again; staged changes between.
         let listed = [1, 2, 3, 2, 5].map(|n| writer.write_listed(ListedInsert(n)));
@@ -590,13 +586,11 @@ mod tests {
     /// one whose second statement changes nothing is refused, and only it is rolled back.
     #[tokio::test]
     async fn a_listed_change_is_answered_from_the_rows_of_its_own_statements() {
-        let db = TestDatabase::create(Backend::Sqlite).await;
-        let pool = one_writer(&db).await;
+        let (_db, pool, writer) = started().await;
         sqlx::query("insert into effects (n) values (1003)")
             .execute(&pool)
             .await
             .unwrap();
-        let writer = GroupCommit::start(pool.clone(), Changes::new()).unwrap();
 
         // 3's second insert finds its row there and changes nothing.
         let listed = [1, 2, 3, 4].map(|n| writer.write_listed(ListedInsert(n)));
