@@ -26,11 +26,11 @@ pub mod telemetry;
 #[cfg(feature = "ssr")]
 pub mod workers;
 
-/// Called by the generated JavaScript once the WebAssembly is loaded: takes over the
-/// server-rendered page.
+/// Called by the generated JavaScript once the WebAssembly is loaded; the islands script then
+/// hydrates each island of the server-rendered page.
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    app::hydrate_islands();
 }

@@ -4,6 +4,8 @@
 // Deeply nested views make deeply nested types; the compiler needs more room to lay them out.
 #![recursion_limit = "256"]
 
+#[cfg(feature = "hydrate")]
+mod browser;
 mod components;
 pub mod domain;
 mod error;
@@ -30,4 +32,12 @@ pub mod read_cache;
 pub mod store_error;
 
 pub use error::UiError;
+
+/// Takes over the server-rendered page in the browser: the islands script then hydrates each
+/// island. Defined here, beside the islands, so that the browser build links this crate's
+/// code (and with it every island's exported entry point).
+#[cfg(feature = "hydrate")]
+pub fn hydrate_islands() {
+    leptos::mount::hydrate_islands();
+}
 pub use shell::{shell, App};

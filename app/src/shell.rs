@@ -5,7 +5,7 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 
-use crate::components::{Live, Now};
+use crate::components::Hydrated;
 use crate::pages::{
     AdminPage, ApprovalsPage, LoginPage, NotFound, OperationPage, OperationsPage, OverviewPage,
     ToolsPage, UnknownsPage,
@@ -21,23 +21,21 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light dark" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
-                <HydrationScripts options />
+                <HydrationScripts options islands=true />
                 <MetaTags />
             </head>
             <body>
                 <App />
+                <Hydrated />
             </body>
         </html>
     }
 }
 
-/// The application: routes and the marker tests wait for before they click.
+/// The application: its routes, rendered on the server (the interactive parts are islands).
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    Live::provide();
-    Now::provide();
-    mark_hydrated();
 
     view! {
         <Stylesheet id="leptos" href="/pkg/idem.css" />
@@ -61,14 +59,4 @@ pub fn App() -> impl IntoView {
             </Routes>
         </Router>
     }
-}
-
-/// Sets `data-hydrated` on `<html>` once the browser has taken over the page. Effects run
-/// only in the browser, so the attribute means the WebAssembly is live.
-fn mark_hydrated() {
-    Effect::new(|_| {
-        if let Some(root) = document().document_element() {
-            let _ = root.set_attribute("data-hydrated", "true");
-        }
-    });
 }

@@ -78,6 +78,40 @@ test('a new request appears without reload, and approving it lets the agent run'
   expect(errors).toEqual([]);
 });
 
+test('a reason being typed survives a live update that brings another request', async ({ page }) => {
+  const first = await approvalSetup();
+  expect((await first.claim()).status()).toBe(202);
+  const errors = await openAs(page, 'approver', '/approvals');
+  await markWindow(page);
+
+  const card = page.getByRole('listitem').filter({ hasText: first.key });
+  await card.getByRole('button', { name: 'Reject' }).click();
+  const reason = card.getByLabel('Reason (required)');
+  await reason.fill('half a thought');
+  await reason.focus();
+
+  // Another request arrives: the page is fetched again and morphed in place.
+  const second = await approvalSetup();
+  expect((await second.claim()).status()).toBe(202);
+  const other = page.getByRole('listitem').filter({ hasText: second.key });
+  await expect(other).toBeVisible({ timeout: 15_000 });
+
+  // The open confirmation, its text and the focus are where the person left them.
+  await expect(reason).toHaveValue('half a thought');
+  await expect(reason).toBeFocused();
+  await windowKept(page);
+  // The new card's buttons work: its island was hydrated when it arrived.
+  await other.getByRole('button', { name: 'Reject' }).click();
+  await expect(other.getByRole('button', { name: 'Confirm: Reject' })).toBeDisabled();
+
+  await reason.fill('half a thought, finished');
+  await card.getByRole('button', { name: 'Confirm: Reject' }).click();
+  await expect(card).toHaveCount(0, { timeout: 15_000 });
+  const answer = await first.claim();
+  expect((await answer.json()).note).toContain('half a thought, finished');
+  expect(errors).toEqual([]);
+});
+
 test('rejecting with a reason tells the agent', async ({ page }) => {
   const { key, claim } = await approvalSetup();
   expect((await claim()).status()).toBe(202);

@@ -2,14 +2,16 @@
 //! each drawn only when the viewer's role allows it and the status fits, each behind a
 //! confirmation. The server checks both again.
 //!
-//! The page redraws the operation whenever the ledger changes, so what a person is in the
-//! middle of (an open confirmation, a typed reason, the resolve form, the last refusal)
-//! lives in [`ActionsState`], which the page creates once, above the redrawn part.
+//! The actions are an island. When the page is fetched again (a change, or an action's own
+//! effect) an island whose props are unchanged is kept, so what a person is in the middle of
+//! (an open confirmation, a typed reason, the resolve form, the last refusal) survives; a
+//! new status brings a new island.
 
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{use_viewer, ConfirmButton, ErrorNote, Reason};
+use super::{show_changes, ConfirmButton, ErrorNote, Reason, Viewer};
 use crate::domain::{OperationStatus, Outcome, Permission};
 use crate::server_fns::{
     approve_operation, expire_operation, reconcile_operation, reject_operation, resolve_operation,
@@ -94,9 +96,25 @@ struct ResolveForm {
     confirm: Confirmation,
 }
 
-/// The actions' state for one page, kept across redraws.
+/// What the viewer's role allows, handed to islands (which cannot ask the server's context).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Permitted {
+    pub approve: bool,
+    pub operate: bool,
+}
+
+impl Permitted {
+    pub fn of(viewer: &Viewer) -> Self {
+        Self {
+            approve: viewer.may(Permission::Approve),
+            operate: viewer.may(Permission::Operate),
+        }
+    }
+}
+
+/// The actions' state: the last action and what is open or typed.
 #[derive(Clone, Copy)]
-pub struct ActionsState {
+struct ActionsState {
     action: Action<(Uuid, Act), Result<OperationRow, UiError>>,
     approve: Confirmation,
     reject: Confirmation,
@@ -106,10 +124,21 @@ pub struct ActionsState {
 }
 
 impl ActionsState {
-    /// Creates the state; call it once per page, outside the part that redraws.
-    pub fn new() -> Self {
+    fn new() -> Self {
         Self {
-            action: Action::new(|(id, act): &(Uuid, Act)| perform(*id, act.clone())),
+            action: Action::new(|(id, act): &(Uuid, Act)| {
+                let (id, act) = (*id, act.clone());
+                async move {
+                    let answer = perform(id, act).await;
+                    // A refusal usually means the page is stale (someone acted first): it
+                    // is fetched again either way, and the refusal carried over.
+                    if let Err(error) = &answer {
+                        refusals::keep(id, error.clone());
+                    }
+                    show_changes();
+                    answer
+                }
+            }),
             approve: Confirmation::new(),
             reject: Confirmation::new(),
             reconcile: Confirmation::new(),
@@ -124,36 +153,30 @@ impl ActionsState {
         }
     }
 
-    /// How many actions have settled (tracked): a resource that reads it refetches after each.
-    pub fn settled(&self) -> usize {
-        self.action.version().get()
-    }
-
     fn run(&self, id: Uuid, act: Act) {
         self.action.dispatch((id, act));
     }
 }
 
-impl Default for ActionsState {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// The buttons that fit the viewer's role and the operation's status, and the server's
 /// answer to the last one pressed.
-#[component]
-pub fn OperationActions(id: Uuid, status: OperationStatus, state: ActionsState) -> impl IntoView {
-    let viewer = use_viewer();
-    let approve = viewer.may(Permission::Approve) && status == OperationStatus::AwaitingApproval;
-    let operate = viewer.may(Permission::Operate);
+#[island]
+pub fn OperationActions(id: Uuid, status: OperationStatus, permitted: Permitted) -> impl IntoView {
+    let state = ActionsState::new();
+    let approve = permitted.approve && status == OperationStatus::AwaitingApproval;
+    let operate = permitted.operate;
     let reconcile = operate && status == OperationStatus::Unknown;
     let resolve = operate && matches!(status, OperationStatus::Pending | OperationStatus::Unknown);
     let expire = operate && status.is_final();
     let busy = state.action.pending();
+    // A refusal the previous island of this operation met, before the page was fetched
+    // again (set once hydrated, so hydration sees what the server drew).
+    let carried = RwSignal::new(None::<UiError>);
+    Effect::new(move |_| carried.set(refusals::take(id)));
     let refusal = move || match state.action.value().get() {
         Some(Err(error)) => Some(view! { <ErrorNote error /> }),
-        _ => None,
+        Some(Ok(_)) => None,
+        None => carried.get().map(|error| view! { <ErrorNote error /> }),
     };
     if !(approve || reconcile || resolve || expire) {
         return view! { {refusal} }.into_any();
@@ -284,5 +307,45 @@ fn ResolvePanel(
                 </fieldset>
             </Show>
         </span>
+    }
+}
+
+/// Refusals handed from an island to the one that replaces it when the page is fetched
+/// again (the browser shows one page; on the server nothing is kept).
+mod refusals {
+    use uuid::Uuid;
+
+    use crate::UiError;
+
+    #[cfg(feature = "hydrate")]
+    thread_local! {
+        static KEPT: std::cell::RefCell<Vec<(Uuid, UiError)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    pub fn keep(id: Uuid, error: UiError) {
+        #[cfg(feature = "hydrate")]
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            kept.retain(|(other, _)| *other != id);
+            kept.push((id, error));
+        });
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (id, error);
+    }
+
+    pub fn take(id: Uuid) -> Option<UiError> {
+        #[cfg(feature = "hydrate")]
+        {
+            KEPT.with(|kept| {
+                let mut kept = kept.borrow_mut();
+                let at = kept.iter().position(|(other, _)| *other == id)?;
+                Some(kept.remove(at).1)
+            })
+        }
+        #[cfg(not(feature = "hydrate"))]
+        {
+            let _ = id;
+            None
+        }
     }
 }

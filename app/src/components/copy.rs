@@ -2,9 +2,16 @@
 
 use leptos::prelude::*;
 
-/// Shows `text` in monospace with a button that copies it to the clipboard.
+/// Shows `text` in monospace with a button that copies it to the clipboard (an island, for
+/// server-rendered parts of a page).
+#[island]
+pub fn CopyText(text: String, #[prop(into)] label: String) -> impl IntoView {
+    view! { <Copyable text label /> }
+}
+
+/// The same, for use inside another island.
 #[component]
-pub fn CopyText(text: String, #[prop(optional)] label: &'static str) -> impl IntoView {
+pub fn Copyable(text: String, #[prop(optional, into)] label: String) -> impl IntoView {
     let copied = RwSignal::new(false);
     let value = text.clone();
     let copy = move |_| {
@@ -18,7 +25,11 @@ pub fn CopyText(text: String, #[prop(optional)] label: &'static str) -> impl Int
         #[cfg(not(feature = "hydrate"))]
         let _ = &value;
     };
-    let what = if label.is_empty() { "value" } else { label };
+    let what = if label.is_empty() {
+        "value".to_owned()
+    } else {
+        label
+    };
     view! {
         <span class="copyable">
             <code>{text}</code>

@@ -3,11 +3,10 @@
 
 use leptos::prelude::*;
 use leptos_router::components::{Redirect, A};
-use leptos_router::hooks::use_navigate;
 
-use super::live::{use_live, LiveIndicator};
+use super::live::LiveIndicator;
 use crate::domain::{Permission, UserInfo};
-use crate::server_fns::{current_user, Logout};
+use crate::server_fns::{current_user, logout};
 
 /// The person looking at the page, for pages that show actions by role. The server checks
 /// the role again on every action; this only decides what is drawn.
@@ -38,7 +37,6 @@ pub fn Frame(children: ChildrenFn) -> impl IntoView {
                 match user.await {
                     Ok(Some(user)) => {
                         provide_context(Viewer(user.clone()));
-                        use_live().signed_in();
                         view! {
                             <TopBar user />
                             <main class="page">{children.read_value()()}</main>
@@ -58,13 +56,6 @@ pub fn Frame(children: ChildrenFn) -> impl IntoView {
 
 #[component]
 fn TopBar(user: UserInfo) -> impl IntoView {
-    let logout = ServerAction::<Logout>::new();
-    let navigate = use_navigate();
-    Effect::new(move |_| {
-        if let Some(Ok(())) = logout.value().get() {
-            navigate("/login", Default::default());
-        }
-    });
     let admin = user.role.can(Permission::Administer);
 
     view! {
@@ -86,10 +77,44 @@ fn TopBar(user: UserInfo) -> impl IntoView {
                     "Signed in as " <strong>{user.username.to_string()}</strong>
                     <span class="badge">{user.role.as_str()}</span>
                 </span>
-                <ActionForm action=logout>
-                    <button type="submit" class="secondary">"Sign out"</button>
-                </ActionForm>
+                <SignOut />
             </div>
         </header>
     }
+}
+
+/// Ends the session and goes to the login page.
+#[island]
+fn SignOut() -> impl IntoView {
+    let sign_out = Action::new(|_: &()| logout());
+    Effect::new(move |_| {
+        if let Some(Ok(())) = sign_out.value().get() {
+            #[cfg(feature = "hydrate")]
+            let _ = window().location().assign("/login");
+        }
+    });
+    view! {
+        <button
+            type="button"
+            class="secondary"
+            disabled=move || sign_out.pending().get()
+            on:click=move |_| {
+                sign_out.dispatch(());
+            }
+        >
+            "Sign out"
+        </button>
+    }
+}
+
+/// Sets `data-hydrated` on `<html>` once the islands before it have hydrated (the islands
+/// script hydrates them in document order, and this one comes last): tests wait for it
+/// before they click.
+#[island]
+pub fn Hydrated() -> impl IntoView {
+    Effect::new(|_| {
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
 }

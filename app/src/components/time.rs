@@ -3,41 +3,17 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 
-/// The current time as the UI sees it, refreshed every 15 s in the browser so relative
-/// times age on screen.
-#[derive(Debug, Clone, Copy)]
-pub struct Now(RwSignal<DateTime<Utc>>);
-
-/// The UI's clock (provided by the app).
-pub fn use_now() -> Signal<DateTime<Utc>> {
-    match use_context::<Now>() {
-        Some(Now(now)) => now.into(),
-        None => Signal::derive(Utc::now),
-    }
-}
-
-impl Now {
-    /// Provides the clock; in the browser it ticks.
-    pub fn provide() {
-        let now = RwSignal::new(Utc::now());
-        provide_context(Now(now));
-        #[cfg(feature = "hydrate")]
-        {
-            let _ = set_interval_with_handle(
-                move || now.set(Utc::now()),
-                std::time::Duration::from_secs(15),
-            );
-        }
-    }
-}
-
-/// `<time>` with a relative text and the absolute UTC time as its title.
+/// `<time>` with a relative text and the absolute UTC time as its title; in the browser the
+/// text ages (`data-relative`, see `crate::browser::clock`).
 #[component]
 pub fn RelativeTime(at: DateTime<Utc>) -> impl IntoView {
-    let now = use_now();
     view! {
-        <time datetime=at.to_rfc3339() title=at.format("%Y-%m-%d %H:%M:%S UTC").to_string()>
-            {move || relative(at, now.get())}
+        <time
+            datetime=at.to_rfc3339()
+            title=at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+            data-relative=""
+        >
+            {relative(at, Utc::now())}
         </time>
     }
 }

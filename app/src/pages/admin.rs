@@ -3,7 +3,8 @@
 use leptos::prelude::*;
 
 use crate::components::{
-    use_viewer, ConfirmButton, CopyText, EmptyState, ErrorNote, Frame, RelativeTime,
+    show_changes_when, use_viewer, ConfirmButton, Copyable, EmptyState, ErrorNote, Frame,
+    RelativeTime,
 };
 use crate::domain::{ApiKeyInfo, Permission, Role, UserInfo};
 use crate::server_fns::{list_api_keys, list_users, CreateApiKey, CreateUser, RevokeApiKey};
@@ -38,34 +39,12 @@ fn AdminOnly() -> impl IntoView {
 
 #[component]
 fn Users() -> impl IntoView {
-    let create = ServerAction::<CreateUser>::new();
-    let users = Resource::new(move || create.version().get(), |_| list_users());
-    let created = move || create.value().get();
+    let users = Resource::new(|| (), |_| list_users());
 
     view! {
         <section class="admin-section" aria-labelledby="users-title">
             <h2 id="users-title">"People"</h2>
-            <ActionForm action=create attr:class="card inline-form" attr:aria-label="Create a person">
-                <label>"Username" <input name="username" autocomplete="off" required /></label>
-                <label>
-                    "Role"
-                    <select name="role">
-                        {Role::ALL
-                            .into_iter()
-                            .map(|role| view! { <option value=role.as_str() selected=role == Role::Viewer>{role.as_str()}</option> })
-                            .collect_view()}
-                    </select>
-                </label>
-                <label>"Password" <input type="password" name="password" autocomplete="new-password" required /></label>
-                <button type="submit" disabled=move || create.pending().get()>"Create person"</button>
-            </ActionForm>
-            {move || match created() {
-                Some(Ok(user)) => view! {
-                    <p class="ok" role="status">{format!("Created {} ({}).", user.username, user.role)}</p>
-                }.into_any(),
-                Some(Err(error)) => view! { <ErrorNote error /> }.into_any(),
-                None => ().into_any(),
-            }}
+            <CreatePerson />
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match users.await {
@@ -75,6 +54,37 @@ fn Users() -> impl IntoView {
                 })}
             </Transition>
         </section>
+    }
+}
+
+/// The form that creates a person, and the server's answer.
+#[island]
+fn CreatePerson() -> impl IntoView {
+    let create = ServerAction::<CreateUser>::new();
+    show_changes_when(move || matches!(create.value().get(), Some(Ok(_))));
+    let created = move || create.value().get();
+    view! {
+        <ActionForm action=create attr:class="card inline-form" attr:aria-label="Create a person">
+            <label>"Username" <input name="username" autocomplete="off" required /></label>
+            <label>
+                "Role"
+                <select name="role">
+                    {Role::ALL
+                        .into_iter()
+                        .map(|role| view! { <option value=role.as_str() selected=role == Role::Viewer>{role.as_str()}</option> })
+                        .collect_view()}
+                </select>
+            </label>
+            <label>"Password" <input type="password" name="password" autocomplete="new-password" required /></label>
+            <button type="submit" disabled=move || create.pending().get()>"Create person"</button>
+        </ActionForm>
+        {move || match created() {
+            Some(Ok(user)) => view! {
+                <p class="ok" role="status">{format!("Created {} ({}).", user.username, user.role)}</p>
+            }.into_any(),
+            Some(Err(error)) => view! { <ErrorNote error /> }.into_any(),
+            None => ().into_any(),
+        }}
     }
 }
 
@@ -94,7 +104,7 @@ fn UserTable(users: Vec<UserInfo>) -> impl IntoView {
                     {users
                         .into_iter()
                         .map(|user| view! {
-                            <tr data-user=user.username.to_string()>
+                            <tr data-user=user.username.to_string() data-key=user.username.to_string()>
                                 <th scope="row">{user.username.to_string()}</th>
                                 <td><span class="badge">{user.role.as_str()}</span></td>
                                 <td><RelativeTime at=user.created_at /></td>
@@ -109,35 +119,12 @@ fn UserTable(users: Vec<UserInfo>) -> impl IntoView {
 
 #[component]
 fn ApiKeys() -> impl IntoView {
-    let create = ServerAction::<CreateApiKey>::new();
-    let revoke = ServerAction::<RevokeApiKey>::new();
-    let keys = Resource::new(
-        move || (create.version().get(), revoke.version().get()),
-        |_| list_api_keys(),
-    );
-    let create_error = move || create.value().get().and_then(Result::err);
-    let revoke_error = move || revoke.value().get().and_then(Result::err);
+    let keys = Resource::new(|| (), |_| list_api_keys());
 
     view! {
         <section class="admin-section" aria-labelledby="keys-title">
             <h2 id="keys-title">"API keys"</h2>
-            <ActionForm action=create attr:class="card inline-form" attr:aria-label="Create an API key">
-                <label>"Namespace" <input name="namespace" autocomplete="off" required /></label>
-                <label>"Key name" <input name="name" autocomplete="off" /></label>
-                <button type="submit" disabled=move || create.pending().get()>"Create key"</button>
-            </ActionForm>
-            {move || create_error().map(|error| view! { <ErrorNote error /> })}
-            // The key lives only in this page's memory: a reload forgets it.
-            {move || create.value().get().and_then(Result::ok).map(|created| view! {
-                <div class="new-key" role="status" aria-label="New API key">
-                    <p>
-                        <strong>{format!("The key for {}:", created.api_key.namespace)}</strong>
-                    </p>
-                    <CopyText text=created.key label="API key" />
-                    <p class="warn-note">"Copy it now: it cannot be shown again."</p>
-                </div>
-            })}
-            {move || revoke_error().map(|error| view! { <ErrorNote error /> })}
+            <CreateKey />
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match keys.await {
@@ -146,7 +133,7 @@ fn ApiKeys() -> impl IntoView {
                                 "Create one per agent namespace; the agent sends it as Authorization: Bearer …"
                             </EmptyState>
                         }.into_any(),
-                        Ok(keys) => view! { <KeyTable keys revoke /> }.into_any(),
+                        Ok(keys) => view! { <KeyTable keys /> }.into_any(),
                         Err(error) => view! { <ErrorNote error /> }.into_any(),
                     }
                 })}
@@ -155,8 +142,34 @@ fn ApiKeys() -> impl IntoView {
     }
 }
 
+/// The form that creates an API key, and the new key, shown once.
+#[island]
+fn CreateKey() -> impl IntoView {
+    let create = ServerAction::<CreateApiKey>::new();
+    show_changes_when(move || matches!(create.value().get(), Some(Ok(_))));
+    let create_error = move || create.value().get().and_then(Result::err);
+    view! {
+        <ActionForm action=create attr:class="card inline-form" attr:aria-label="Create an API key">
+            <label>"Namespace" <input name="namespace" autocomplete="off" required /></label>
+            <label>"Key name" <input name="name" autocomplete="off" /></label>
+            <button type="submit" disabled=move || create.pending().get()>"Create key"</button>
+        </ActionForm>
+        {move || create_error().map(|error| view! { <ErrorNote error /> })}
+        // The key lives only in this island's memory: a reload forgets it.
+        {move || create.value().get().and_then(Result::ok).map(|created| view! {
+            <div class="new-key" role="status" aria-label="New API key">
+                <p>
+                    <strong>{format!("The key for {}:", created.api_key.namespace)}</strong>
+                </p>
+                <Copyable text=created.key label="API key" />
+                <p class="warn-note">"Copy it now: it cannot be shown again."</p>
+            </div>
+        })}
+    }
+}
+
 #[component]
-fn KeyTable(keys: Vec<ApiKeyInfo>, revoke: ServerAction<RevokeApiKey>) -> impl IntoView {
+fn KeyTable(keys: Vec<ApiKeyInfo>) -> impl IntoView {
     view! {
         <div class="table-wrap">
             <table class="api-keys">
@@ -171,7 +184,7 @@ fn KeyTable(keys: Vec<ApiKeyInfo>, revoke: ServerAction<RevokeApiKey>) -> impl I
                     </tr>
                 </thead>
                 <tbody>
-                    {keys.into_iter().map(|key| view! { <KeyRow key revoke /> }).collect_view()}
+                    {keys.into_iter().map(|key| view! { <KeyRow key /> }).collect_view()}
                 </tbody>
             </table>
         </div>
@@ -179,18 +192,14 @@ fn KeyTable(keys: Vec<ApiKeyInfo>, revoke: ServerAction<RevokeApiKey>) -> impl I
 }
 
 #[component]
-fn KeyRow(key: ApiKeyInfo, revoke: ServerAction<RevokeApiKey>) -> impl IntoView {
-    let id = key.id;
-    let on_revoke = Callback::new(move |_reason: String| {
-        revoke.dispatch(RevokeApiKey { id });
-    });
+fn KeyRow(key: ApiKeyInfo) -> impl IntoView {
     let name = if key.name.is_empty() {
         "—".to_owned()
     } else {
         key.name.clone()
     };
     view! {
-        <tr data-prefix=key.prefix.clone() class:revoked=key.revoked_at.is_some()>
+        <tr data-prefix=key.prefix.clone() data-key=key.prefix.clone() class:revoked=key.revoked_at.is_some()>
             <th scope="row">{name}</th>
             <td>{key.namespace.to_string()}</td>
             <td><code>{key.prefix.clone()}</code></td>
@@ -204,16 +213,28 @@ fn KeyRow(key: ApiKeyInfo, revoke: ServerAction<RevokeApiKey>) -> impl IntoView 
             <td>
                 {match key.revoked_at {
                     Some(at) => view! { <span class="badge status-rejected">"revoked"</span>" "<RelativeTime at /> }.into_any(),
-                    None => view! {
-                        <ConfirmButton
-                            label="Revoke"
-                            question=format!("Revoke the key {}? Agents using it are refused at once.", key.prefix)
-                            on_confirm=on_revoke
-                            danger=true
-                        />
-                    }.into_any(),
+                    None => view! { <Revoke id=key.id prefix=key.prefix.clone() /> }.into_any(),
                 }}
             </td>
         </tr>
+    }
+}
+
+/// Revokes one key, behind a confirmation; a refusal shows beside the button.
+#[island]
+fn Revoke(id: uuid::Uuid, prefix: String) -> impl IntoView {
+    let revoke = ServerAction::<RevokeApiKey>::new();
+    show_changes_when(move || matches!(revoke.value().get(), Some(Ok(_))));
+    let on_revoke = Callback::new(move |_reason: String| {
+        revoke.dispatch(RevokeApiKey { id });
+    });
+    view! {
+        <ConfirmButton
+            label="Revoke"
+            question=format!("Revoke the key {prefix}? Agents using it are refused at once.")
+            on_confirm=on_revoke
+            danger=true
+        />
+        {move || revoke.value().get().and_then(Result::err).map(|error| view! { <ErrorNote error /> })}
     }
 }

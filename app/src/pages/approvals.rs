@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 
 use crate::components::{
-    use_live, use_viewer, ConfirmButton, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList,
-    Frame, Reason, RelativeTime,
+    use_viewer, ConfirmButton, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList, Frame,
+    Reason, RelativeTime,
 };
 use crate::domain::Permission;
 use crate::server_fns::{approval_queue, ApprovalRequest, ApproveOperation, RejectOperation};
@@ -22,10 +22,9 @@ pub fn ApprovalsPage() -> impl IntoView {
 
 #[component]
 fn Approvals() -> impl IntoView {
-    let live = use_live();
-    let queue = Resource::new(move || live.version(), |_| approval_queue());
-    // Cards are keyed by id, so a refetch adds and removes cards and leaves the others (and
-    // a half-typed reason) alone.
+    let queue = Resource::new(|| (), |_| approval_queue());
+    // Cards are keyed (`data-key`), so a live refresh adds and removes cards and leaves the
+    // others (and a half-typed reason in their decision island) alone.
     let requests = move || queue.get().and_then(Result::ok).unwrap_or_default();
     let loaded_empty = move || {
         queue
@@ -102,7 +101,7 @@ fn ApprovalCard(request: ApprovalRequest) -> impl IntoView {
 }
 
 /// Approve and reject, with the server's answer when it refuses (someone decided first).
-#[component]
+#[island]
 fn Decision(id: uuid::Uuid, tool: String) -> impl IntoView {
     let approve = ServerAction::<ApproveOperation>::new();
     let reject = ServerAction::<RejectOperation>::new();

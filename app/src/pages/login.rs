@@ -1,16 +1,29 @@
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
 
 use crate::server_fns::Login;
 
-/// The sign-in form. Once hydrated it submits in the background and moves to the overview.
 #[component]
 pub fn LoginPage() -> impl IntoView {
+    view! {
+        <main class="centered">
+            <section class="card login">
+                <h1 class="brand">"idem"</h1>
+                <p class="muted">"The idempotency ledger for tool-calling agents"</p>
+                <LoginForm />
+            </section>
+        </main>
+    }
+}
+
+/// The sign-in form. Once hydrated it submits in the background and moves to the overview
+/// without a reload.
+#[island]
+fn LoginForm() -> impl IntoView {
     let login = ServerAction::<Login>::new();
-    let navigate = use_navigate();
     Effect::new(move |_| {
         if let Some(Ok(_)) = login.value().get() {
-            navigate("/", Default::default());
+            #[cfg(feature = "hydrate")]
+            crate::browser::refresh::go("/");
         }
     });
     let error = move || {
@@ -22,10 +35,6 @@ pub fn LoginPage() -> impl IntoView {
     };
 
     view! {
-        <main class="centered">
-            <section class="card login">
-                <h1 class="brand">"idem"</h1>
-                <p class="muted">"The idempotency ledger for tool-calling agents"</p>
                 <ActionForm action=login>
                     <label>
                         "Username"
@@ -40,7 +49,5 @@ pub fn LoginPage() -> impl IntoView {
                     </Show>
                     <button type="submit" disabled=move || login.pending().get()>"Sign in"</button>
                 </ActionForm>
-            </section>
-        </main>
     }
 }

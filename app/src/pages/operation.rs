@@ -7,8 +7,8 @@ use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
 use crate::components::{
-    ActionsState, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList, Frame, JsonView,
-    LiveGate, OperationActions, RelativeTime, StatusBadge,
+    use_viewer, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList, Frame, JsonView,
+    OperationActions, Permitted, RelativeTime, StatusBadge,
 };
 use crate::domain::OperationStatus;
 use crate::server_fns::read_operation;
@@ -33,12 +33,9 @@ fn Operation() -> impl IntoView {
             .get("id")
             .and_then(|id| id.parse::<Uuid>().ok())
     });
-    let live = LiveGate::new();
-    let actions = ActionsState::new();
-    // Refetched after each action too, so its effect shows even without the change stream.
     let operation = Resource::new(
-        move || (id.get(), live.version(), actions.settled()),
-        |(id, _, _)| async move {
+        move || id.get(),
+        |id| async move {
             match id {
                 Some(id) => read_operation(id).await.map(Some),
                 None => Ok(None),
@@ -49,10 +46,8 @@ fn Operation() -> impl IntoView {
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
-                let answer = operation.await;
-                live.open_once_drawn();
-                match answer {
-                    Ok(Some(detail)) => view! { <Detail detail actions live /> }.into_any(),
+                match operation.await {
+                    Ok(Some(detail)) => view! { <Detail detail /> }.into_any(),
                     Ok(None) | Err(UiError::NotFound(_)) => view! { <NoSuchOperation /> }.into_any(),
                     Err(error) => view! { <ErrorNote error /> }.into_any(),
                 }
@@ -73,18 +68,17 @@ fn NoSuchOperation() -> impl IntoView {
 }
 
 #[component]
-fn Detail(detail: OperationDetail, actions: ActionsState, live: LiveGate) -> impl IntoView {
+fn Detail(detail: OperationDetail) -> impl IntoView {
     let row = detail.row.clone();
+    let permitted = Permitted::of(&use_viewer());
     view! {
-        // The content hydrates after the document (it waits for its data): tests wait for
-        // this before they click.
-        <div class="heading-row" data-interactive=move || live.is_open().to_string()>
+        <div class="heading-row">
             <h1 class="operation-title">
                 {row.tool.clone()} " " <StatusBadge status=row.status />
             </h1>
             <A href="/operations">"← All operations"</A>
         </div>
-        <OperationActions id=row.id status=row.status state=actions />
+        <OperationActions id=row.id status=row.status permitted />
         <div class="operation-grid">
             <section class="card" aria-labelledby="facts">
                 <h2 id="facts">"Operation"</h2>

@@ -6,8 +6,7 @@ use leptos_router::components::{Form, A};
 use leptos_router::hooks::use_query_map;
 
 use crate::components::{
-    use_now, CopyText, EffectBadge, EmptyState, ErrorNote, Frame, LiveGate, RelativeTime,
-    StatusBadge,
+    CopyText, EffectBadge, EmptyState, ErrorNote, Frame, RelativeTime, StatusBadge,
 };
 use crate::domain::OperationStatus;
 use crate::server_fns::{list_operations, OperationsPage as Page};
@@ -109,10 +108,9 @@ fn Operations() -> impl IntoView {
         OperationsFilter::from_query(|name| query.get(name))
     });
     let cursor = Memo::new(move |_| query.read().get("cursor").filter(|c| !c.is_empty()));
-    let live = LiveGate::new();
     let page = Resource::new(
-        move || (filter.get(), cursor.get(), live.version()),
-        |(filter, cursor, _)| {
+        move || (filter.get(), cursor.get()),
+        |(filter, cursor)| {
             list_operations(
                 optional(filter.status),
                 optional(filter.tool),
@@ -132,9 +130,7 @@ fn Operations() -> impl IntoView {
         {move || view! { <FilterForm filter=filter.get() /> }}
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
-                let page = page.await;
-                live.open_once_drawn();
-                match page {
+                match page.await {
                     Ok(page) => {
                         view! { <Table page filter=filter.get_untracked() paged=cursor.get_untracked().is_some() /> }
                             .into_any()
@@ -220,8 +216,7 @@ fn Table(page: Page, filter: OperationsFilter, paged: bool) -> impl IntoView {
 
 #[component]
 fn Row(row: OperationRow) -> impl IntoView {
-    let now = use_now();
-    let stuck = row.is_stuck(now.get_untracked());
+    let stuck = row.is_stuck(chrono::Utc::now());
     let href = format!("/operations/{}", row.id);
     let run = match (&row.run_id, row.step) {
         (Some(run), Some(step)) => format!("{run} / {step}"),
@@ -230,7 +225,7 @@ fn Row(row: OperationRow) -> impl IntoView {
         (None, None) => "—".to_owned(),
     };
     view! {
-        <tr class:stuck=stuck data-id=row.id.to_string()>
+        <tr class:stuck=stuck data-id=row.id.to_string() data-key=row.id.to_string()>
             <td><StatusBadge status=row.status stuck /></td>
             <td>
                 <a href=href class="op-link">{row.tool}</a>

@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::components::{use_live, ErrorNote, Frame};
+use crate::components::{ErrorNote, Frame};
 use crate::server_fns::{overview, WINDOWS};
 use crate::views::{ChartView, OverviewView};
 
@@ -26,8 +26,7 @@ fn Overview() -> impl IntoView {
             .filter(|w| WINDOWS.contains(&w.as_str()))
             .unwrap_or_else(|| "24h".to_owned())
     });
-    let live = use_live();
-    let numbers = Resource::new(move || (window.get(), live.version()), |(w, _)| overview(w));
+    let numbers = Resource::new(move || window.get(), overview);
 
     view! {
         <div class="heading-row">

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::components::{
-    use_live, use_viewer, EffectBadge, EmptyState, ErrorNote, Frame, RelativeTime,
+    show_changes_when, use_viewer, EffectBadge, EmptyState, ErrorNote, Frame, RelativeTime,
 };
 use crate::domain::Permission;
 use crate::server_fns::{
@@ -23,29 +23,14 @@ pub fn ToolsPage() -> impl IntoView {
 #[component]
 fn Tools() -> impl IntoView {
     let admin = use_viewer().may(Permission::Administer);
-    let live = use_live();
-    let register = ServerAction::<RegisterTool>::new();
-    let tools = Resource::new(
-        move || (live.version(), register.version().get()),
-        |_| list_tools(),
-    );
-    // The form being edited, if any: blank for a new tool, filled for an edit.
-    let editing = RwSignal::new(None::<ToolForm>);
-    let edit = Callback::new(move |form: ToolForm| editing.set(Some(form)));
+    let tools = Resource::new(|| (), |_| list_tools());
 
     view! {
-        <div class="heading-row">
-            <h1>"Tools"</h1>
-            <Show when=move || admin && editing.read().is_none()>
-                <button type="button" on:click=move |_| editing.set(Some(ToolForm::blank()))>
-                    "Register a tool"
-                </button>
-            </Show>
-        </div>
-        <Show when=move || admin>
-            <RegisteredNote register />
-            {move || editing.get().map(|form| view! { <ToolEditor form register editing /> })}
-        </Show>
+        {if admin {
+            view! { <ToolRegistry /> }.into_any()
+        } else {
+            view! { <div class="heading-row"><h1>"Tools"</h1></div> }.into_any()
+        }}
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match tools.await {
@@ -54,11 +39,63 @@ fn Tools() -> impl IntoView {
                             "Unregistered tools are treated as non-idempotent writes. An admin registers a tool here or with PUT /v1/tools/{name}."
                         </EmptyState>
                     }.into_any(),
-                    Ok(tools) => view! { <ToolTable tools admin edit /> }.into_any(),
+                    Ok(tools) => view! { <ToolTable tools admin /> }.into_any(),
                     Err(error) => view! { <ErrorNote error /> }.into_any(),
                 }
             })}
         </Transition>
+    }
+}
+
+/// The form being edited, if any (blank for a new tool, filled for an edit), shared by the
+/// page's islands: the heading's and each row's. The browser shows one page; on the server
+/// every render starts with none.
+fn editing() -> RwSignal<Option<ToolForm>> {
+    #[cfg(feature = "hydrate")]
+    {
+        thread_local! {
+            static EDITING: ArcRwSignal<Option<ToolForm>> = ArcRwSignal::new(None);
+        }
+        EDITING.with(|editing| RwSignal::from(editing.clone()))
+    }
+    #[cfg(not(feature = "hydrate"))]
+    RwSignal::new(None)
+}
+
+/// For admins: the heading with "Register a tool", the editor and the last registration.
+#[island]
+fn ToolRegistry() -> impl IntoView {
+    let register = ServerAction::<RegisterTool>::new();
+    let editing = editing();
+    show_changes_when(move || matches!(register.value().get(), Some(Ok(_))));
+    view! {
+        <div class="heading-row">
+            <h1>"Tools"</h1>
+            <Show when=move || editing.read().is_none()>
+                <button type="button" on:click=move |_| editing.set(Some(ToolForm::blank()))>
+                    "Register a tool"
+                </button>
+            </Show>
+        </div>
+        <RegisteredNote register />
+        {move || editing.get().map(|form| view! { <ToolEditor form register editing /> })}
+    }
+}
+
+/// A row's "Edit": opens the editor above, filled with the tool's policy.
+#[island]
+fn EditTool(form: ToolForm) -> impl IntoView {
+    let editing = editing();
+    let label = format!("Edit {}", form.name);
+    view! {
+        <button
+            type="button"
+            class="secondary"
+            aria-label=label
+            on:click=move |_| editing.set(Some(form.clone()))
+        >
+            "Edit"
+        </button>
     }
 }
 
@@ -72,7 +109,7 @@ fn RegisteredNote(register: ServerAction<RegisterTool>) -> impl IntoView {
 }
 
 #[component]
-fn ToolTable(tools: Vec<ToolView>, admin: bool, edit: Callback<ToolForm>) -> impl IntoView {
+fn ToolTable(tools: Vec<ToolView>, admin: bool) -> impl IntoView {
     view! {
         <div class="table-wrap">
             <table class="tools">
@@ -91,7 +128,7 @@ fn ToolTable(tools: Vec<ToolView>, admin: bool, edit: Callback<ToolForm>) -> imp
                     </tr>
                 </thead>
                 <tbody>
-                    {tools.into_iter().map(|tool| view! { <ToolRow tool admin edit /> }).collect_view()}
+                    {tools.into_iter().map(|tool| view! { <ToolRow tool admin /> }).collect_view()}
                 </tbody>
             </table>
         </div>
@@ -99,12 +136,11 @@ fn ToolTable(tools: Vec<ToolView>, admin: bool, edit: Callback<ToolForm>) -> imp
 }
 
 #[component]
-fn ToolRow(tool: ToolView, admin: bool, edit: Callback<ToolForm>) -> impl IntoView {
+fn ToolRow(tool: ToolView, admin: bool) -> impl IntoView {
     let policy = tool.policy.clone();
     let form = ToolForm::of(&tool.name, &policy);
-    let name = tool.name.clone();
     view! {
-        <tr data-tool=tool.name.clone()>
+        <tr data-tool=tool.name.clone() data-key=tool.name.clone()>
             <th scope="row">{tool.name.clone()}</th>
             <td><EffectBadge effect=policy.effect /></td>
             <td><span class="badge guarantee">{guarantee_name(tool.guarantee).replace('_', " ")}</span></td>
@@ -131,21 +167,7 @@ fn ToolRow(tool: ToolView, admin: bool, edit: Callback<ToolForm>) -> impl IntoVi
                 }}
             </td>
             <td><RelativeTime at=tool.updated_at /></td>
-            <td>
-                <Show when=move || admin>
-                    <button
-                        type="button"
-                        class="secondary"
-                        aria-label=format!("Edit {name}")
-                        on:click={
-                            let form = form.clone();
-                            move |_| edit.run(form.clone())
-                        }
-                    >
-                        "Edit"
-                    </button>
-                </Show>
-            </td>
+            <td>{admin.then(|| view! { <EditTool form /> })}</td>
         </tr>
     }
 }

@@ -1,14 +1,14 @@
 //! Operations whose outcome nobody knows: stuck ones first, then the oldest, with a bulk
 //! "reconcile selected" for operators.
 
+use chrono::Utc;
 use leptos::prelude::*;
 use leptos_router::components::A;
-use std::collections::BTreeSet;
 use uuid::Uuid;
 
 use crate::components::{
-    use_live, use_now, use_viewer, ConfirmButton, CopyText, EmptyState, ErrorNote, Frame,
-    RelativeTime, StatusBadge,
+    show_changes, use_viewer, ConfirmButton, CopyText, EmptyState, ErrorNote, Frame, RelativeTime,
+    StatusBadge,
 };
 use crate::domain::{OperationStatus, Permission};
 use crate::server_fns::{list_operations, reconcile_operation};
@@ -43,35 +43,21 @@ impl Reconciled {
 
 #[component]
 fn Unknowns() -> impl IntoView {
-    let live = use_live();
-    let now = use_now();
     let may_operate = use_viewer().may(Permission::Operate);
-    let selected = RwSignal::new(BTreeSet::<Uuid>::new());
-    let reconcile = Action::new(|targets: &Vec<(Uuid, String)>| {
-        let targets = targets.clone();
-        async move {
-            let mut done = Vec::with_capacity(targets.len());
-            for (id, key) in targets {
-                let outcome = reconcile_operation(id).await.map(|row| row.status);
-                done.push(Reconciled { key, outcome });
-            }
-            done
-        }
-    });
     let queue = Resource::new(
-        move || (live.version(), reconcile.version().get()),
+        || (),
         |_| {
             let status = Some("unknown".to_owned());
             list_operations(status, None, None, None, None, None, true)
         },
     );
-    let rows = Memo::new(move |_| {
+    let rows = move || {
         let mut rows = queue
             .get()
             .and_then(Result::ok)
             .map(|page| page.rows)
             .unwrap_or_default();
-        let at = now.get_untracked();
+        let at = Utc::now();
         rows.sort_by_key(|row| {
             (
                 !row.is_stuck(at),
@@ -79,36 +65,6 @@ fn Unknowns() -> impl IntoView {
             )
         });
         rows
-    });
-    // Only rows still on screen count as selected.
-    let chosen = move || -> Vec<(Uuid, String)> {
-        let picked = selected.get();
-        rows.get()
-            .into_iter()
-            .filter(|row| picked.contains(&row.id))
-            .map(|row| (row.id, row.key))
-            .collect()
-    };
-    let none_chosen = Signal::derive(move || chosen().is_empty() || reconcile.pending().get());
-    let on_reconcile = Callback::new(move |_reason: String| {
-        reconcile.dispatch(chosen());
-        selected.set(BTreeSet::new());
-    });
-    let all_selected = move || {
-        let rows = rows.get();
-        !rows.is_empty() && rows.iter().all(|row| selected.read().contains(&row.id))
-    };
-    let toggle_all = move |on: bool| {
-        selected.set(if on {
-            rows.get().iter().map(|row| row.id).collect()
-        } else {
-            BTreeSet::new()
-        })
-    };
-    let loaded_empty = move || {
-        queue
-            .get()
-            .is_some_and(|page| page.is_ok_and(|p| p.rows.is_empty()))
     };
 
     view! {
@@ -117,94 +73,76 @@ fn Unknowns() -> impl IntoView {
             "Operations whose outcome is unknown: idem never re-sends them. Stuck ones (unknown for more than 15 minutes) come first."
         </p>
         <Show when=move || may_operate>
-            <div class="bulk">
-                <ConfirmButton
-                    label="Reconcile selected"
-                    question="Ask each selected operation's provider now whether it happened, and settle it by the answer?".to_owned()
-                    on_confirm=on_reconcile
-                    disabled=none_chosen
-                />
-            </div>
+            <ReconcileSelected />
         </Show>
-        <ReconcileResults results=reconcile.value() />
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || queue.get().and_then(Result::err).map(|error| view! { <ErrorNote error /> })}
-            <Show when=loaded_empty>
-                <EmptyState title="No unknown operations.">
-                    "An operation becomes unknown when a call's outcome could not be learned (a timeout, a lost answer). The reconciler asks the provider in the background; what it cannot settle waits here for you."
-                </EmptyState>
-            </Show>
-            <Show when=move || !rows.read().is_empty()>
-                <div class="table-wrap">
-                    <table class="unknowns">
-                        <thead>
-                            <tr>
-                                <th scope="col">
-                                    <Show when=move || may_operate>
-                                        <input
-                                            type="checkbox"
-                                            aria-label="Select all"
-                                            prop:checked=all_selected
-                                            on:change=move |ev| toggle_all(event_target_checked(&ev))
-                                        />
-                                    </Show>
-                                </th>
-                                <th scope="col">"Status"</th>
-                                <th scope="col">"Tool"</th>
-                                <th scope="col">"Key"</th>
-                                <th scope="col">"Namespace"</th>
-                                <th scope="col">"Unknown since"</th>
-                                <th scope="col">"Attempts"</th>
-                                <th scope="col">"Next attempt"</th>
-                                <th scope="col"><span class="visually-hidden">"Details"</span></th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            <For
-                                each=move || rows.get()
-                                key=|row| (row.id, row.updated_at, row.reconcile_attempts)
-                                let:row
-                            >
-                                <UnknownRow row selected may_operate />
-                            </For>
-                        </tbody>
-                    </table>
-                </div>
-            </Show>
+            {move || {
+                let rows = rows();
+                if queue.get().is_some_and(|page| page.is_ok()) && rows.is_empty() {
+                    return view! {
+                        <EmptyState title="No unknown operations.">
+                            "An operation becomes unknown when a call's outcome could not be learned (a timeout, a lost answer). The reconciler asks the provider in the background; what it cannot settle waits here for you."
+                        </EmptyState>
+                    }
+                    .into_any();
+                }
+                if rows.is_empty() {
+                    return ().into_any();
+                }
+                view! { <UnknownTable rows may_operate /> }.into_any()
+            }}
         </Transition>
     }
 }
 
 #[component]
-fn UnknownRow(
-    row: OperationRow,
-    selected: RwSignal<BTreeSet<Uuid>>,
-    may_operate: bool,
-) -> impl IntoView {
+fn UnknownTable(rows: Vec<OperationRow>, may_operate: bool) -> impl IntoView {
+    view! {
+        <div class="table-wrap">
+            <table class="unknowns">
+                <thead>
+                    <tr>
+                        <th scope="col">{may_operate.then(|| view! { <SelectAll /> })}</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Tool"</th>
+                        <th scope="col">"Key"</th>
+                        <th scope="col">"Namespace"</th>
+                        <th scope="col">"Unknown since"</th>
+                        <th scope="col">"Attempts"</th>
+                        <th scope="col">"Next attempt"</th>
+                        <th scope="col"><span class="visually-hidden">"Details"</span></th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {rows
+                        .into_iter()
+                        .map(|row| view! { <UnknownRow row may_operate /> })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+#[component]
+fn UnknownRow(row: OperationRow, may_operate: bool) -> impl IntoView {
     let id = row.id;
-    let stuck = row.is_stuck(use_now().get_untracked());
+    let stuck = row.is_stuck(Utc::now());
     let since = row.unknown_since.unwrap_or(row.updated_at);
     let select_label = format!("Select {}", row.key);
-    let toggle = move |on: bool| {
-        selected.update(|picked| {
-            if on {
-                picked.insert(id);
-            } else {
-                picked.remove(&id);
-            }
-        })
-    };
     view! {
         <tr class:stuck=stuck data-key=row.key.clone()>
             <td>
-                <Show when=move || may_operate>
+                {may_operate.then(|| view! {
                     <input
                         type="checkbox"
-                        aria-label=select_label.clone()
-                        prop:checked=move || selected.read().contains(&id)
-                        on:change=move |ev| toggle(event_target_checked(&ev))
+                        name=SELECTED
+                        value=id.to_string()
+                        data-key=row.key.clone()
+                        aria-label=select_label
                     />
-                </Show>
+                })}
             </td>
             <td><StatusBadge status=row.status stuck /></td>
             <td>{row.tool.clone()}</td>
@@ -220,6 +158,125 @@ fn UnknownRow(
             </td>
             <td><A href=format!("/operations/{id}")>"Details"</A></td>
         </tr>
+    }
+}
+
+/// The name of the rows' checkboxes; the islands below find them by it.
+const SELECTED: &str = "selected";
+
+/// The rows' checkboxes that are ticked now, as (id, key).
+fn ticked() -> Vec<(Uuid, String)> {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let Ok(found) = document().query_selector_all(&format!("input[name={SELECTED}]:checked"))
+        else {
+            return Vec::new();
+        };
+        (0..found.length())
+            .filter_map(|index| found.item(index))
+            .filter_map(|node| node.dyn_into::<web_sys::HtmlInputElement>().ok())
+            .filter_map(|input| {
+                let id = input.value().parse().ok()?;
+                Some((id, input.get_attribute("data-key").unwrap_or_default()))
+            })
+            .collect()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    Vec::new()
+}
+
+/// Ticks or clears every row's checkbox.
+fn tick_all(on: bool) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        if let Ok(found) = document().query_selector_all(&format!("input[name={SELECTED}]")) {
+            for input in (0..found.length())
+                .filter_map(|index| found.item(index))
+                .filter_map(|node| node.dyn_into::<web_sys::HtmlInputElement>().ok())
+            {
+                input.set_checked(on);
+            }
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = on;
+}
+
+/// Counts up whenever a checkbox of the page changes, so what depends on the selection is
+/// drawn again.
+fn selection_changes() -> ReadSignal<u64> {
+    let (changes, set_changes) = signal(0u64);
+    let bump = move |_: leptos::ev::Event| set_changes.update(|n| *n += 1);
+    let _ = window_event_listener(leptos::ev::change, bump);
+    changes
+}
+
+/// The header's "select all" box.
+#[island]
+fn SelectAll() -> impl IntoView {
+    let changes = selection_changes();
+    let all_ticked = move || {
+        changes.track();
+        let ticked = ticked().len();
+        ticked > 0 && ticked == count_boxes()
+    };
+    view! {
+        <input
+            type="checkbox"
+            aria-label="Select all"
+            prop:checked=all_ticked
+            on:change=move |ev| tick_all(event_target_checked(&ev))
+        />
+    }
+}
+
+fn count_boxes() -> usize {
+    #[cfg(feature = "hydrate")]
+    {
+        document()
+            .query_selector_all(&format!("input[name={SELECTED}]"))
+            .map_or(0, |found| found.length() as usize)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    0
+}
+
+/// "Reconcile selected", and what the last bulk reconciliation came to.
+#[island]
+fn ReconcileSelected() -> impl IntoView {
+    let changes = selection_changes();
+    let reconcile = Action::new(|targets: &Vec<(Uuid, String)>| {
+        let targets = targets.clone();
+        async move {
+            let mut done = Vec::with_capacity(targets.len());
+            for (id, key) in targets {
+                let outcome = reconcile_operation(id).await.map(|row| row.status);
+                done.push(Reconciled { key, outcome });
+            }
+            show_changes();
+            done
+        }
+    });
+    let none_chosen = Signal::derive(move || {
+        changes.track();
+        ticked().is_empty() || reconcile.pending().get()
+    });
+    let on_reconcile = Callback::new(move |_reason: String| {
+        reconcile.dispatch(ticked());
+        tick_all(false);
+    });
+    view! {
+        <div class="bulk">
+            <ConfirmButton
+                label="Reconcile selected"
+                question="Ask each selected operation's provider now whether it happened, and settle it by the answer?".to_owned()
+                on_confirm=on_reconcile
+                disabled=none_chosen
+            />
+        </div>
+        <ReconcileResults results=reconcile.value() />
     }
 }
 
