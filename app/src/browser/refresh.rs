@@ -50,7 +50,8 @@ pub fn now() {
     });
 }
 
-/// Moves to `path` without reloading: fetches it, morphs it in and records it in the history.
+/// Moves to `path` without reloading: fetches it, morphs it in and puts its address in place
+/// of the current one (signing in: the login page should not come back with "Back").
 pub fn go(path: &str) {
     let path = path.to_owned();
     leptos::task::spawn_local(async move {
@@ -58,7 +59,7 @@ pub fn go(path: &str) {
             Ok((url, page)) => {
                 apply(&page);
                 if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-                    let _ = history.push_state_with_url(&JsValue::NULL, "", Some(&url));
+                    let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
                 }
             }
             Err(_) => assign(&path),
@@ -119,10 +120,15 @@ fn hydrate_island(island: &Element) {
     }
 }
 
+/// The page's address without its fragment, as a fetch's response names it.
 fn location_href() -> String {
-    web_sys::window()
+    let href = web_sys::window()
         .and_then(|window| window.location().href().ok())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    match href.split_once('#') {
+        Some((page, _)) => page.to_owned(),
+        None => href,
+    }
 }
 
 fn assign(url: &str) {
