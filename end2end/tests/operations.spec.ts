@@ -1,5 +1,5 @@
 import { expect, test, type Page } from '@playwright/test';
-import { consoleErrors } from './pages';
+import { consoleErrors, openLive } from './pages';
 import { admin, agentApi, openHydrated, screenshot, signIn, unique } from './support';
 
 // An agent leaves a few operations in its own namespace; an admin finds them through the
@@ -77,9 +77,11 @@ test('older pages follow the newest, with the filter kept', async ({ page }) => 
   const { api, namespace } = await agentApi();
   const tool = unique('page');
   // One page is 50 rows; 52 operations make a second page of 2.
+  const claims = [];
   for (let n = 0; n < 52; n++) {
     const answer = await api.post('/v1/operations', { data: { tool, key: `${tool}-${n}`, args: { n } } });
     expect(answer.status(), await answer.text()).toBe(201);
+    claims.push(await answer.json());
   }
   await signIn(page, admin.username, admin.password);
   await openHydrated(page, `/operations?namespace=${namespace}`);
@@ -97,6 +99,14 @@ test('older pages follow the newest, with the filter kept', async ({ page }) => 
   await expect(page).toHaveURL(new RegExp(`/operations\\?namespace=${namespace}$`));
   await expect(rows).toHaveCount(50);
   expect(errors).toEqual([]);
+  // Nothing is left pending: 52 leases running out together would fill the unknowns page
+  // that a later spec reads.
+  for (const claim of claims) {
+    const completed = await api.post(`/v1/operations/${claim.operation.id}/complete`, {
+      data: { lease_token: claim.lease.token, outcome: 'succeeded' },
+    });
+    expect(completed.status(), await completed.text()).toBe(200);
+  }
   await api.dispose();
 });
 
@@ -119,4 +129,33 @@ test('an unknown operation id says so and links back', async ({ page }) => {
   await expect(page.getByRole('heading', { name: 'No such operation' })).toBeVisible();
   await page.getByRole('link', { name: 'Back to all operations' }).click();
   await expect(page).toHaveURL(/\/operations$/);
+});
+
+test('a row that a live update brings has a working Copy button', async ({ page, context }) => {
+  await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+  const errors = consoleErrors(page);
+  const { api, namespace } = await agentApi();
+  const tool = unique('lookup');
+  await signIn(page, admin.username, admin.password);
+  await openLive(page, `/operations?namespace=${namespace}`);
+
+  // The operation is claimed while the page is open: its row arrives with a live update.
+  const key = unique('copy-me');
+  const answer = await api.post('/v1/operations', { data: { tool, key, args: { order: key } } });
+  expect(answer.status(), await answer.text()).toBe(201);
+  const row = page.locator('table.operations tbody tr').filter({ hasText: key });
+  await expect(row).toBeVisible({ timeout: 15_000 });
+
+  const copy = row.getByRole('button', { name: 'Copy key' });
+  await copy.click();
+  await expect(copy).toHaveText('Copied');
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+  await expect(copy).toHaveText('Copy', { timeout: 5_000 });
+  expect(errors).toEqual([]);
+  const { operation, lease } = await answer.json();
+  const completed = await api.post(`/v1/operations/${operation.id}/complete`, {
+    data: { lease_token: lease.token, outcome: 'succeeded' },
+  });
+  expect(completed.status(), await completed.text()).toBe(200);
+  await api.dispose();
 });

@@ -7,6 +7,7 @@
 //! and islands that are new, or whose props changed, are hydrated afresh.
 
 pub mod clock;
+pub mod copy;
 mod morph;
 pub mod refresh;
 pub mod stream;

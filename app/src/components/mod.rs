@@ -16,7 +16,7 @@ mod time;
 pub use actions::{OperationActions, Permitted};
 pub use badges::{EffectBadge, StatusBadge};
 pub use confirm::{ConfirmButton, Reason};
-pub use copy::{CopyText, Copyable};
+pub use copy::CopyText;
 pub use frame::{use_viewer, Frame, Hydrated, Viewer};
 pub use json::{FieldList, JsonView};
 pub use notice::{EmptyState, ErrorNote};

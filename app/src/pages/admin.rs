@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::components::{
-    show_changes_when, use_viewer, ConfirmButton, Copyable, EmptyState, ErrorNote, Frame,
+    show_changes_when, use_viewer, ConfirmButton, CopyText, EmptyState, ErrorNote, Frame,
     RelativeTime,
 };
 use crate::domain::{ApiKeyInfo, Permission, Role, UserInfo};
@@ -161,7 +161,7 @@ fn CreateKey() -> impl IntoView {
                 <p>
                     <strong>{format!("The key for {}:", created.api_key.namespace)}</strong>
                 </p>
-                <Copyable text=created.key label="API key" />
+                <CopyText text=created.key label="API key" />
                 <p class="warn-note">"Copy it now: it cannot be shown again."</p>
             </div>
         })}
