@@ -12,6 +12,7 @@ on_both_databases!(
     the_operations_table_is_filtered_by_the_query_string,
     a_bad_filter_answers_400_with_the_server_message,
     the_operation_page_renders_whole_every_time_and_an_unknown_one_is_404,
+    the_unknowns_page_says_when_more_wait_than_it_shows,
 );
 
 /// Claims an operation with `key` and returns its id.
@@ -81,4 +82,52 @@ async fn the_operation_page_renders_whole_every_time_and_an_unknown_one_is_404(d
     let (status, html) = page(&viewer, &format!("/operations/{}", uuid::Uuid::nil())).await;
     assert_eq!(status, 404);
     assert!(html.contains("No such operation"), "{html}");
+}
+
+/// Claims an operation with `key` and reports its outcome unknown, as an agent whose call
+/// timed out does.
+async fn unknown(agent: &Client, key: &str) {
+    let response = agent
+        .post_json(
+            "/v1/operations",
+            &json!({"tool": "refund", "key": key, "args": {"order": key}}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.unwrap();
+    let id = body["operation"]["id"].as_str().unwrap();
+    let token = body["lease"]["token"].as_str().unwrap();
+    let marked = agent
+        .mark_unknown(id, &json!({ "lease_token": token }))
+        .await;
+    assert_eq!(marked.status(), 200);
+}
+
+async fn the_unknowns_page_says_when_more_wait_than_it_shows(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let agent = app.agent("shop").await;
+    let operator = app.person(Role::Operator).await;
+    const MORE_WAIT: &str = "more are waiting";
+
+    unknown(&agent, "lost-0").await;
+    let (status, html) = page(&operator, "/unknowns").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("lost-0"), "{html}");
+    assert!(
+        !html.contains(MORE_WAIT),
+        "one unknown fits the page: {html}"
+    );
+
+    // The page shows the 50 oldest; the 51st is left to the operations list.
+    for n in 1..=50 {
+        unknown(&agent, &format!("lost-{n}")).await;
+    }
+    let (_, html) = page(&operator, "/unknowns").await;
+    assert!(html.contains("lost-0"), "the oldest is shown: {html}");
+    assert!(!html.contains("lost-50<"), "the newest is past the page");
+    assert!(html.contains(MORE_WAIT), "{html}");
+    assert!(
+        html.contains(r#"href="/operations?status=unknown""#),
+        "{html}"
+    );
 }

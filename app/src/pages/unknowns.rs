@@ -11,7 +11,7 @@ use crate::components::{
     StatusBadge,
 };
 use crate::domain::{OperationStatus, Permission};
-use crate::server_fns::{list_operations, reconcile_operation};
+use crate::server_fns::{list_operations, reconcile_operation, PAGE_SIZE};
 use crate::views::OperationRow;
 use crate::UiError;
 
@@ -51,21 +51,6 @@ fn Unknowns() -> impl IntoView {
             list_operations(status, None, None, None, None, None, true)
         },
     );
-    let rows = move || {
-        let mut rows = queue
-            .get()
-            .and_then(Result::ok)
-            .map(|page| page.rows)
-            .unwrap_or_default();
-        let at = Utc::now();
-        rows.sort_by_key(|row| {
-            (
-                !row.is_stuck(at),
-                row.unknown_since.unwrap_or(row.created_at),
-            )
-        });
-        rows
-    };
 
     view! {
         <h1>"Unknowns"</h1>
@@ -76,23 +61,49 @@ fn Unknowns() -> impl IntoView {
             <ReconcileSelected />
         </Show>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || queue.get().and_then(Result::err).map(|error| view! { <ErrorNote error /> })}
-            {move || {
-                let rows = rows();
-                if queue.get().is_some_and(|page| page.is_ok()) && rows.is_empty() {
-                    return view! {
+            {move || Suspend::new(async move {
+                match queue.await {
+                    Ok(page) if page.rows.is_empty() => view! {
                         <EmptyState title="No unknown operations.">
                             "An operation becomes unknown when a call's outcome could not be learned (a timeout, a lost answer). The reconciler asks the provider in the background; what it cannot settle waits here for you."
                         </EmptyState>
                     }
-                    .into_any();
+                    .into_any(),
+                    Ok(page) => {
+                        let more = page.next_cursor.is_some();
+                        view! {
+                            <UnknownTable rows=stuck_first(page.rows) may_operate />
+                            {more.then(|| view! { <MoreUnknowns /> })}
+                        }
+                        .into_any()
+                    }
+                    Err(error) => view! { <ErrorNote error /> }.into_any(),
                 }
-                if rows.is_empty() {
-                    return ().into_any();
-                }
-                view! { <UnknownTable rows may_operate /> }.into_any()
-            }}
+            })}
         </Transition>
+    }
+}
+
+/// The page's rows (the oldest unknowns), stuck ones first, then by how long unknown.
+fn stuck_first(mut rows: Vec<OperationRow>) -> Vec<OperationRow> {
+    let now = Utc::now();
+    rows.sort_by_key(|row| {
+        (
+            !row.is_stuck(now),
+            row.unknown_since.unwrap_or(row.created_at),
+        )
+    });
+    rows
+}
+
+/// Said when more unknowns wait than one page shows.
+#[component]
+fn MoreUnknowns() -> impl IntoView {
+    view! {
+        <p class="muted" data-testid="more-unknowns">
+            {format!("Showing the {PAGE_SIZE} oldest unknown operations; more are waiting. ")}
+            <A href="/operations?status=unknown">"See every unknown operation"</A>
+        </p>
     }
 }
 
