@@ -15,8 +15,8 @@ on_both_databases!(
     the_unknowns_page_says_when_more_wait_than_it_shows,
 );
 
-/// Claims an operation with `key` and returns its id.
-async fn claim(agent: &Client, key: &str) -> String {
+/// Claims an operation with `key` and returns the claim's answer.
+async fn claimed(agent: &Client, key: &str) -> Value {
     let response = agent
         .post_json(
             "/v1/operations",
@@ -24,8 +24,15 @@ async fn claim(agent: &Client, key: &str) -> String {
         )
         .await;
     assert_eq!(response.status(), 201);
-    let body: Value = response.json().await.unwrap();
-    body["operation"]["id"].as_str().unwrap().to_owned()
+    response.json().await.unwrap()
+}
+
+/// Claims an operation with `key` and returns its id.
+async fn claim(agent: &Client, key: &str) -> String {
+    claimed(agent, key).await["operation"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 async fn page(client: &Client, path: &str) -> (u16, String) {
@@ -87,14 +94,7 @@ async fn the_operation_page_renders_whole_every_time_and_an_unknown_one_is_404(d
 /// Claims an operation with `key` and reports its outcome unknown, as an agent whose call
 /// timed out does.
 async fn unknown(agent: &Client, key: &str) {
-    let response = agent
-        .post_json(
-            "/v1/operations",
-            &json!({"tool": "refund", "key": key, "args": {"order": key}}),
-        )
-        .await;
-    assert_eq!(response.status(), 201);
-    let body: Value = response.json().await.unwrap();
+    let body = claimed(agent, key).await;
     let id = body["operation"]["id"].as_str().unwrap();
     let token = body["lease"]["token"].as_str().unwrap();
     let marked = agent
