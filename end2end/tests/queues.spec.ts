@@ -4,6 +4,7 @@ import { expect, test, type Page } from '@playwright/test';
 import { randomUUID } from 'node:crypto';
 import { consoleErrors, openLive } from './pages';
 import {
+  adminApi,
   agentApi,
   createPerson,
   registerTool,
@@ -112,6 +113,37 @@ test('a reason being typed survives a live update that brings another request', 
   expect(errors).toEqual([]);
 });
 
+test('a reason being typed keeps its focus when another approver decides the card above', async ({ page }) => {
+  const first = await approvalSetup();
+  const firstAsked = await first.claim();
+  expect(firstAsked.status()).toBe(202);
+  const second = await approvalSetup();
+  expect((await second.claim()).status()).toBe(202);
+  const errors = await openAs(page, 'approver', '/approvals');
+  await markWindow(page);
+
+  // Oldest first: the second request's card is below the first's.
+  const above = page.getByRole('listitem').filter({ hasText: first.key });
+  const below = page.getByRole('listitem').filter({ hasText: second.key });
+  await below.getByRole('button', { name: 'Reject' }).click();
+  const reason = below.getByLabel('Reason (required)');
+  await reason.fill('half a thought');
+  await reason.focus();
+
+  // Someone else approves the card above; the live update takes it away.
+  const someoneElse = await adminApi();
+  const id = (await firstAsked.json()).operation.id;
+  const approved = await someoneElse.post(`/v1/operations/${id}/approve`, { data: {} });
+  expect(approved.status(), await approved.text()).toBe(200);
+  await someoneElse.dispose();
+  await expect(above).toHaveCount(0, { timeout: 15_000 });
+
+  await expect(reason).toHaveValue('half a thought');
+  await expect(reason).toBeFocused();
+  await windowKept(page);
+  expect(errors).toEqual([]);
+});
+
 test('rejecting with a reason tells the agent', async ({ page }) => {
   const { key, claim } = await approvalSetup();
   expect((await claim()).status()).toBe(202);
@@ -165,6 +197,46 @@ test('an operator reconciles the selected unknowns in one go', async ({ page }) 
     await expect(page.getByRole('row').filter({ hasText: key })).toHaveCount(0);
     expect(await sandboxEffects(key)).toBe(1);
   }
+  expect(errors).toEqual([]);
+});
+
+test('a ticked unknown that leaves does not pass its tick to another with the same key', async ({ page }) => {
+  // The same key in two namespaces: two operations, two rows that read alike.
+  const tool = unique('refund');
+  await registerTool(tool, {});
+  const key = unique('twin');
+  const unknownIn = async () => {
+    const agent = await agentApi();
+    const claimed = await agent.api.post('/v1/operations', { data: { tool, key, args: { amount_cents: 500 } } });
+    expect(claimed.status(), await claimed.text()).toBe(201);
+    const { operation, lease } = await claimed.json();
+    const lost = await agent.api.post(`/v1/operations/${operation.id}/unknown`, {
+      data: { lease_token: lease.token, error: { code: 'timeout', message: 'no answer' } },
+    });
+    expect(lost.status(), await lost.text()).toBe(200);
+    return { id: operation.id as string, namespace: agent.namespace };
+  };
+  const older = await unknownIn();
+  const newer = await unknownIn();
+
+  const errors = await openAs(page, 'operator', '/unknowns');
+  const olderRow = page.getByRole('row').filter({ hasText: older.namespace });
+  const newerRow = page.getByRole('row').filter({ hasText: newer.namespace });
+  await olderRow.getByRole('checkbox', { name: `Select ${key}` }).check();
+  await expect(newerRow.getByRole('checkbox')).not.toBeChecked();
+
+  // Someone settles the ticked one elsewhere; the live update takes its row away.
+  const someoneElse = await adminApi();
+  const resolved = await someoneElse.post(`/v1/operations/${older.id}/resolve`, {
+    data: { outcome: 'succeeded', result: { refund_id: 're_twin' }, reason: 'checked with the provider' },
+  });
+  expect(resolved.status(), await resolved.text()).toBe(200);
+  await someoneElse.dispose();
+  await expect(olderRow).toHaveCount(0, { timeout: 15_000 });
+
+  // The row left is the other operation's, and nobody ticked it.
+  await expect(newerRow.getByRole('checkbox')).not.toBeChecked();
+  await expect(newerRow.getByRole('checkbox')).toHaveAttribute('value', newer.id);
   expect(errors).toEqual([]);
 });
 

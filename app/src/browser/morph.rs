@@ -1,22 +1,38 @@
 //! Turns the document's body into a freshly rendered one in place, touching only what
 //! differs.
 //!
-//! Children are paired by element name and key (`data-key` or `id`); an island is kept as it
-//! is (its DOM belongs to its code) when its component and props are unchanged, and replaced
-//! otherwise. Form fields keep what was typed: only attributes change, never a field's live
-//! value.
+//! Children are paired by element name and key (`data-morph-key` or `id`); an island is kept
+//! as it is (its DOM belongs to its code) when its component and props are unchanged, and
+//! replaced otherwise. Form fields keep what was typed: only attributes change, never a
+//! field's live value. A node is moved only when the order changed: moving a node blurs the
+//! field inside it that has the focus.
 
+use std::collections::HashSet;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Node};
 
 const ISLAND: &str = "LEPTOS-ISLAND";
 
-/// Makes `old`'s children those of `new` (a node of another document; moved nodes are
-/// adopted by the DOM).
+/// The attribute that names a list's item (a row's operation id, say) across renderings. Its
+/// own name, so that no attribute meant for something else pairs two different items.
+const KEY: &str = "data-morph-key";
+
+/// Makes `old_parent`'s children those of `new_parent` (a node of another document; nodes
+/// taken from it are adopted by the DOM).
 pub fn morph_children(old_parent: &Node, new_parent: &Node) {
     let new_children = children(new_parent);
+    let new_keys: HashSet<(String, String)> = new_children
+        .iter()
+        .filter_map(|node| node.dyn_ref::<Element>().and_then(keyed))
+        .collect();
     let mut cursor = old_parent.first_child();
     for new in new_children {
+        // Keyed nodes that are gone go first: were the next ones moved up over them instead,
+        // the field being typed in one of those would lose the focus.
+        while let Some(gone) = cursor.clone().filter(|node| is_gone(node, &new_keys)) {
+            cursor = gone.next_sibling();
+            let _ = old_parent.remove_child(&gone);
+        }
         match find_match(cursor.clone(), &new) {
             Some(old) => {
                 if cursor.as_ref().is_some_and(|c| c.is_same_node(Some(&old))) {
@@ -107,8 +123,20 @@ fn find_match(start: Option<Node>, new: &Node) -> Option<Node> {
 
 fn key(element: &Element) -> Option<String> {
     element
-        .get_attribute("data-key")
+        .get_attribute(KEY)
         .or_else(|| element.get_attribute("id"))
+}
+
+/// An element's name and key, if it has a key.
+fn keyed(element: &Element) -> Option<(String, String)> {
+    key(element).map(|key| (element.tag_name(), key))
+}
+
+/// Whether `node` is a keyed element whose key the new children no longer have.
+fn is_gone(node: &Node, new_keys: &HashSet<(String, String)>) -> bool {
+    node.dyn_ref::<Element>()
+        .and_then(keyed)
+        .is_some_and(|name_and_key| !new_keys.contains(&name_and_key))
 }
 
 fn children(parent: &Node) -> Vec<Node> {

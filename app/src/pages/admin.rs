@@ -104,7 +104,7 @@ fn UserTable(users: Vec<UserInfo>) -> impl IntoView {
                     {users
                         .into_iter()
                         .map(|user| view! {
-                            <tr data-user=user.username.to_string() data-key=user.username.to_string()>
+                            <tr data-user=user.username.to_string() data-morph-key=user.username.to_string()>
                                 <th scope="row">{user.username.to_string()}</th>
                                 <td><span class="badge">{user.role.as_str()}</span></td>
                                 <td><RelativeTime at=user.created_at /></td>
@@ -199,7 +199,7 @@ fn KeyRow(key: ApiKeyInfo) -> impl IntoView {
         key.name.clone()
     };
     view! {
-        <tr data-prefix=key.prefix.clone() data-key=key.prefix.clone() class:revoked=key.revoked_at.is_some()>
+        <tr data-prefix=key.prefix.clone() data-morph-key=key.prefix.clone() class:revoked=key.revoked_at.is_some()>
             <th scope="row">{name}</th>
             <td>{key.namespace.to_string()}</td>
             <td><code>{key.prefix.clone()}</code></td>

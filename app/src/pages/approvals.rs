@@ -23,8 +23,9 @@ pub fn ApprovalsPage() -> impl IntoView {
 #[component]
 fn Approvals() -> impl IntoView {
     let queue = Resource::new(|| (), |_| approval_queue());
-    // Cards are keyed (`data-key`), so a live refresh adds and removes cards and leaves the
-    // others (and a half-typed reason in their decision island) alone.
+    // Cards are keyed by operation id (`data-morph-key`; a key is unique only within its
+    // namespace), so a live refresh adds and removes cards and leaves the others (and a
+    // half-typed reason in their decision island) alone.
     let requests = move || queue.get().and_then(Result::ok).unwrap_or_default();
     let loaded_empty = move || {
         queue
@@ -68,7 +69,7 @@ fn ApprovalCard(request: ApprovalRequest) -> impl IntoView {
     };
 
     view! {
-        <li class="card approval" data-key=row.key.clone()>
+        <li class="card approval" data-morph-key=row.id.to_string()>
             <header class="approval-head">
                 <strong class="tool">{row.tool.clone()}</strong>
                 <EffectBadge effect=row.effect />

@@ -225,7 +225,7 @@ fn Row(row: OperationRow) -> impl IntoView {
         (None, None) => "—".to_owned(),
     };
     view! {
-        <tr class:stuck=stuck data-id=row.id.to_string() data-key=row.id.to_string()>
+        <tr class:stuck=stuck data-id=row.id.to_string() data-morph-key=row.id.to_string()>
             <td><StatusBadge status=row.status stuck /></td>
             <td>
                 <a href=href class="op-link">{row.tool}</a>

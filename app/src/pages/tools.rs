@@ -140,7 +140,7 @@ fn ToolRow(tool: ToolView, admin: bool) -> impl IntoView {
     let policy = tool.policy.clone();
     let form = ToolForm::of(&tool.name, &policy);
     view! {
-        <tr data-tool=tool.name.clone() data-key=tool.name.clone()>
+        <tr data-tool=tool.name.clone() data-morph-key=tool.name.clone()>
             <th scope="row">{tool.name.clone()}</th>
             <td><EffectBadge effect=policy.effect /></td>
             <td><span class="badge guarantee">{guarantee_name(tool.guarantee).replace('_', " ")}</span></td>

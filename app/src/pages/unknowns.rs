@@ -143,7 +143,7 @@ fn UnknownRow(row: OperationRow, may_operate: bool) -> impl IntoView {
     let since = row.unknown_since.unwrap_or(row.updated_at);
     let select_label = format!("Select {}", row.key);
     view! {
-        <tr class:stuck=stuck data-key=row.key.clone()>
+        <tr class:stuck=stuck data-morph-key=row.id.to_string()>
             <td>
                 {may_operate.then(|| view! {
                     <input
