@@ -198,6 +198,41 @@ test('a refused action shows the server message', async ({ page }) => {
   await api.dispose();
 });
 
+test('a refusal is gone once a later action succeeds', async ({ page }) => {
+  const errors = consoleErrors(page);
+  // An unknown operation of a tool with no reconcile_url: "Reconcile now" is refused (409).
+  const { api } = await agentApi();
+  const claimed = await api.post('/v1/operations', {
+    data: { tool: unique('sms'), key: unique('sms-key'), args: { to: '+15550100' } },
+  });
+  expect(claimed.status(), await claimed.text()).toBe(201);
+  const { operation, lease } = await claimed.json();
+  const lost = await api.post(`/v1/operations/${operation.id}/unknown`, {
+    data: { lease_token: lease.token, error: { code: 'timeout', message: 'no answer' } },
+  });
+  expect(lost.status(), await lost.text()).toBe(200);
+
+  await signInAs(page, 'operator');
+  await openOperation(page, operation.id);
+  await page.getByRole('button', { name: 'Reconcile now' }).click();
+  await page.getByRole('button', { name: 'Confirm: Reconcile now' }).click();
+  await expect(page.getByRole('alert')).toContainText('reconcile_url');
+  await expect(badge(page)).toHaveText('unknown');
+
+  // The person resolves it by hand instead: the refusal is history, not news.
+  await page.getByRole('button', { name: 'Resolve…' }).click();
+  await page.getByLabel('Outcome').selectOption('succeeded');
+  await page.getByRole('button', { name: 'Resolve', exact: true }).click();
+  await page.getByLabel('Reason (required)').fill('the provider says it was delivered');
+  await page.getByRole('button', { name: 'Confirm: Resolve' }).click();
+  await expect(badge(page)).toHaveText('succeeded');
+  await expect(page.getByRole('button', { name: 'Force-expire' })).toBeVisible();
+  await expect(page.getByRole('alert')).toHaveCount(0);
+  // The browser itself logs the refused request (409).
+  expect(errors.filter((e) => !e.includes('409'))).toEqual([]);
+  await api.dispose();
+});
+
 test('a viewer sees no actions, and forged approvals are refused with 403', async ({ page }) => {
   const errors = consoleErrors(page);
   const { api, id } = await awaitingApproval();

@@ -7,6 +7,7 @@ import {
   adminApi,
   agentApi,
   createPerson,
+  openHydrated,
   registerTool,
   sandboxEffects,
   sandboxFault,
@@ -142,6 +143,21 @@ test('a reason being typed keeps its focus when another approver decides the car
   await expect(reason).toBeFocused();
   await windowKept(page);
   expect(errors).toEqual([]);
+});
+
+test('a decided card leaves the queue even when the live stream is down', async ({ page }) => {
+  const { key, claim } = await approvalSetup();
+  expect((await claim()).status()).toBe(202);
+  await page.route('**/v1/operations/changes', (route) => route.abort());
+  const person = await createPerson('approver');
+  await signIn(page, person.username, person.password);
+  await openHydrated(page, '/approvals');
+
+  const card = page.getByRole('listitem').filter({ hasText: key });
+  await card.getByRole('button', { name: 'Approve' }).click();
+  await card.getByRole('button', { name: 'Confirm: Approve' }).click();
+  await expect(card).toHaveCount(0, { timeout: 15_000 });
+  expect((await claim()).status()).toBe(201);
 });
 
 test('rejecting with a reason tells the agent', async ({ page }) => {

@@ -131,9 +131,12 @@ impl ActionsState {
                 async move {
                     let answer = perform(id, act).await;
                     // A refusal usually means the page is stale (someone acted first): it
-                    // is fetched again either way, and the refusal carried over.
-                    if let Err(error) = &answer {
-                        refusals::keep(id, error.clone());
+                    // is fetched again either way, and the refusal is carried to the island
+                    // that replaces this one; a success drops an earlier refusal, which
+                    // would otherwise surface in the next island.
+                    match &answer {
+                        Err(error) => refusals::keep(id, error.clone()),
+                        Ok(_) => refusals::forget(id),
                     }
                     show_changes();
                     answer
@@ -331,6 +334,10 @@ mod refusals {
         });
         #[cfg(not(feature = "hydrate"))]
         let _ = (id, error);
+    }
+
+    pub fn forget(id: Uuid) {
+        let _ = take(id);
     }
 
     pub fn take(id: Uuid) -> Option<UiError> {

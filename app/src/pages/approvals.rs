@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 
 use crate::components::{
-    use_viewer, ConfirmButton, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList, Frame,
-    Reason, RelativeTime,
+    show_changes_when, use_viewer, ConfirmButton, CopyText, EffectBadge, EmptyState, ErrorNote,
+    FieldList, Frame, Reason, RelativeTime,
 };
 use crate::domain::Permission;
 use crate::server_fns::{approval_queue, ApprovalRequest, ApproveOperation, RejectOperation};
@@ -112,6 +112,9 @@ fn Decision(id: uuid::Uuid, tool: String) -> impl IntoView {
         let rejected = reject.value().get().map(|r| r.map(|_| "Rejected."));
         approved.or(rejected)
     };
+    // Decided or refused (someone decided first), the card is done: show the queue as it is
+    // now, also when the live stream is down.
+    show_changes_when(move || outcome().is_some());
     let on_approve = Callback::new(move |reason: String| {
         let reason = Some(reason).filter(|r| !r.is_empty());
         approve.dispatch(ApproveOperation { id, reason });
