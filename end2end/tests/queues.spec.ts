@@ -49,6 +49,31 @@ async function approvalSetup() {
   return { tool, key, claim, agent };
 }
 
+/** An operation of `tool` under `key`, in a fresh namespace, whose caller reported that it
+ * could not tell what happened: it waits in Unknowns. */
+async function unknownOperation(tool: string, key: string): Promise<{ id: string; namespace: string }> {
+  const agent = await agentApi();
+  const claimed = await agent.api.post('/v1/operations', { data: { tool, key, args: { amount_cents: 500 } } });
+  expect(claimed.status(), await claimed.text()).toBe(201);
+  const { operation, lease } = await claimed.json();
+  const lost = await agent.api.post(`/v1/operations/${operation.id}/unknown`, {
+    data: { lease_token: lease.token, error: { code: 'timeout', message: 'no answer' } },
+  });
+  expect(lost.status(), await lost.text()).toBe(200);
+  await agent.api.dispose();
+  return { id: operation.id, namespace: agent.namespace };
+}
+
+/** Someone else settles an operation by hand, through the REST API. */
+async function resolveElsewhere(id: string) {
+  const someoneElse = await adminApi();
+  const resolved = await someoneElse.post(`/v1/operations/${id}/resolve`, {
+    data: { outcome: 'succeeded', result: { refund_id: 're_elsewhere' }, reason: 'checked with the provider' },
+  });
+  expect(resolved.status(), await resolved.text()).toBe(200);
+  await someoneElse.dispose();
+}
+
 test('a new request appears without reload, and approving it lets the agent run', async ({ page }) => {
   const { tool, key, claim, agent } = await approvalSetup();
   const errors = await openAs(page, 'approver', '/approvals');
@@ -219,21 +244,9 @@ test('an operator reconciles the selected unknowns in one go', async ({ page }) 
 test('a ticked unknown that leaves does not pass its tick to another with the same key', async ({ page }) => {
   // The same key in two namespaces: two operations, two rows that read alike.
   const tool = unique('refund');
-  await registerTool(tool, {});
   const key = unique('twin');
-  const unknownIn = async () => {
-    const agent = await agentApi();
-    const claimed = await agent.api.post('/v1/operations', { data: { tool, key, args: { amount_cents: 500 } } });
-    expect(claimed.status(), await claimed.text()).toBe(201);
-    const { operation, lease } = await claimed.json();
-    const lost = await agent.api.post(`/v1/operations/${operation.id}/unknown`, {
-      data: { lease_token: lease.token, error: { code: 'timeout', message: 'no answer' } },
-    });
-    expect(lost.status(), await lost.text()).toBe(200);
-    return { id: operation.id as string, namespace: agent.namespace };
-  };
-  const older = await unknownIn();
-  const newer = await unknownIn();
+  const older = await unknownOperation(tool, key);
+  const newer = await unknownOperation(tool, key);
 
   const errors = await openAs(page, 'operator', '/unknowns');
   const olderRow = page.getByRole('row').filter({ hasText: older.namespace });
@@ -242,17 +255,33 @@ test('a ticked unknown that leaves does not pass its tick to another with the sa
   await expect(newerRow.getByRole('checkbox')).not.toBeChecked();
 
   // Someone settles the ticked one elsewhere; the live update takes its row away.
-  const someoneElse = await adminApi();
-  const resolved = await someoneElse.post(`/v1/operations/${older.id}/resolve`, {
-    data: { outcome: 'succeeded', result: { refund_id: 're_twin' }, reason: 'checked with the provider' },
-  });
-  expect(resolved.status(), await resolved.text()).toBe(200);
-  await someoneElse.dispose();
+  await resolveElsewhere(older.id);
   await expect(olderRow).toHaveCount(0, { timeout: 15_000 });
 
   // The row left is the other operation's, and nobody ticked it.
   await expect(newerRow.getByRole('checkbox')).not.toBeChecked();
   await expect(newerRow.getByRole('checkbox')).toHaveAttribute('value', newer.id);
+  expect(errors).toEqual([]);
+});
+
+test('the selection follows rows that a live update takes away', async ({ page }) => {
+  const tool = unique('refund');
+  const leaving = await unknownOperation(tool, unique('leaving'));
+  const staying = await unknownOperation(tool, unique('staying'));
+  const errors = await openAs(page, 'operator', '/unknowns');
+  const leavingRow = page.getByRole('row').filter({ hasText: leaving.namespace });
+  const stayingRow = page.getByRole('row').filter({ hasText: staying.namespace });
+  await expect(stayingRow).toHaveCount(1);
+  const reconcile = page.getByRole('button', { name: 'Reconcile selected' });
+  await expect(reconcile).toBeDisabled();
+  await leavingRow.getByRole('checkbox').check();
+  await expect(reconcile).toBeEnabled();
+
+  await resolveElsewhere(leaving.id);
+  await expect(leavingRow).toHaveCount(0, { timeout: 15_000 });
+  // Nothing ticked is left, so there is nothing to reconcile.
+  await expect(reconcile).toBeDisabled();
+  await expect(stayingRow.getByRole('checkbox')).not.toBeChecked();
   expect(errors).toEqual([]);
 });
 

@@ -11,6 +11,10 @@ use web_sys::{Document, DomParser, Element, RequestInit, Response, SupportedType
 
 use super::morph::{islands, morph_children};
 
+/// The event sent to the window once a fetched page is morphed in: what a person did not do
+/// may have changed (rows came or went), so what is derived from the page should look again.
+pub const MORPHED: &str = "idem:morphed";
+
 thread_local! {
     /// A change was announced and the page has not been fetched since.
     static DIRTY: Cell<bool> = const { Cell::new(false) };
@@ -103,6 +107,9 @@ fn apply(page: &Document) {
         .filter(|island| !before.iter().any(|old| old.is_same_node(Some(island))));
     for island in fresh {
         hydrate_island(&island);
+    }
+    if let (Some(window), Ok(morphed)) = (web_sys::window(), web_sys::Event::new(MORPHED)) {
+        let _ = window.dispatch_event(&morphed);
     }
 }
 

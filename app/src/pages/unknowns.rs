@@ -215,13 +215,34 @@ fn tick_all(on: bool) {
     let _ = on;
 }
 
-/// Counts up whenever a checkbox of the page changes, so what depends on the selection is
-/// drawn again.
-fn selection_changes() -> ReadSignal<u64> {
-    let (changes, set_changes) = signal(0u64);
-    let bump = move |_: leptos::ev::Event| set_changes.update(|n| *n += 1);
-    let _ = window_event_listener(leptos::ev::change, bump);
-    changes
+/// Fires whenever a checkbox of the page changes or a live update morphed the page (rows
+/// that came or went change the selection too), so what depends on the selection is drawn
+/// again. One for the page, with its two listeners, however many islands ask: the window's
+/// listeners and the islands' effects outlive the islands (see `browser::copy`).
+fn selection_changes() -> ArcTrigger {
+    #[cfg(feature = "hydrate")]
+    {
+        thread_local! {
+            static CHANGES: std::cell::OnceCell<ArcTrigger> = const { std::cell::OnceCell::new() };
+        }
+        CHANGES.with(|changes| {
+            changes
+                .get_or_init(|| {
+                    let changes = ArcTrigger::new();
+                    let on_change = changes.clone();
+                    let _ = window_event_listener(leptos::ev::change, move |_| on_change.notify());
+                    let on_morph = changes.clone();
+                    let _ = window_event_listener_untyped(
+                        crate::browser::refresh::MORPHED,
+                        move |_| on_morph.notify(),
+                    );
+                    changes
+                })
+                .clone()
+        })
+    }
+    #[cfg(not(feature = "hydrate"))]
+    ArcTrigger::new()
 }
 
 /// The header's "select all" box.
