@@ -50,3 +50,13 @@ test('the right password reaches the overview without a page reload, and sign-ou
   await page.goto('/');
   await expect(page).toHaveURL(/\/login$/);
 });
+
+test('"Back" after signing in does not return to the login page', async ({ page }) => {
+  await openHydrated(page, '/login');
+  await signIn(page, admin.username, admin.password);
+  await expect(page.getByRole('heading', { name: 'Overview' })).toBeVisible();
+  await expect(page).toHaveURL(/\/$/);
+  // Sign-in took the login page's place in the history instead of adding an entry after it.
+  await page.goBack();
+  await expect(page).not.toHaveURL(/\/login/);
+});

@@ -159,3 +159,26 @@ test('a row that a live update brings has a working Copy button', async ({ page,
   expect(completed.status(), await completed.text()).toBe(200);
   await api.dispose();
 });
+
+test('a live update on an address with a fragment changes the page in place', async ({ page }) => {
+  const errors = consoleErrors(page);
+  const { api, namespace } = await agentApi();
+  await signIn(page, admin.username, admin.password);
+  await openLive(page, `/operations?namespace=${namespace}#results`);
+  // A full page load would wipe this marker.
+  await page.evaluate(() => ((window as unknown as { stillHere: boolean }).stillHere = true));
+
+  const key = unique('fragment');
+  const answer = await api.post('/v1/operations', { data: { tool: unique('lookup'), key, args: { order: key } } });
+  expect(answer.status(), await answer.text()).toBe(201);
+  await expect(page.locator('table.operations tbody tr').filter({ hasText: key })).toBeVisible({ timeout: 15_000 });
+  expect(await page.evaluate(() => (window as unknown as { stillHere?: boolean }).stillHere)).toBe(true);
+  await expect(page).toHaveURL(/#results$/);
+  expect(errors).toEqual([]);
+  const { operation, lease } = await answer.json();
+  const completed = await api.post(`/v1/operations/${operation.id}/complete`, {
+    data: { lease_token: lease.token, outcome: 'succeeded' },
+  });
+  expect(completed.status(), await completed.text()).toBe(200);
+  await api.dispose();
+});
