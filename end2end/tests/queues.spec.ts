@@ -1,6 +1,6 @@
 // The queues people work through: approvals (approve and reject inline, a new request appears
 // without reloading) and unknowns (bulk reconcile); and what a viewer is not offered.
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test, type Locator, type Page } from '@playwright/test';
 import { randomUUID } from 'node:crypto';
 import { consoleErrors, openLive } from './pages';
 import {
@@ -34,6 +34,15 @@ async function markWindow(page: Page) {
 
 async function windowKept(page: Page) {
   expect(await page.evaluate(() => (window as unknown as { stillHere?: boolean }).stillHere)).toBe(true);
+}
+
+/** Opens a card's rejection and types `text` into its reason, which keeps the focus. */
+async function startRejecting(card: Locator, text: string): Promise<Locator> {
+  await card.getByRole('button', { name: 'Reject' }).click();
+  const reason = card.getByLabel('Reason (required)');
+  await reason.fill(text);
+  await reason.focus();
+  return reason;
 }
 
 /** An irreversible tool and an agent that asks to run it. */
@@ -112,10 +121,7 @@ test('a reason being typed survives a live update that brings another request', 
   await markWindow(page);
 
   const card = page.getByRole('listitem').filter({ hasText: first.key });
-  await card.getByRole('button', { name: 'Reject' }).click();
-  const reason = card.getByLabel('Reason (required)');
-  await reason.fill('half a thought');
-  await reason.focus();
+  const reason = await startRejecting(card, 'half a thought');
 
   // Another request arrives: the page is fetched again and morphed in place.
   const second = await approvalSetup();
@@ -151,10 +157,7 @@ test('a reason being typed keeps its focus when another approver decides the car
   // Oldest first: the second request's card is below the first's.
   const above = page.getByRole('listitem').filter({ hasText: first.key });
   const below = page.getByRole('listitem').filter({ hasText: second.key });
-  await below.getByRole('button', { name: 'Reject' }).click();
-  const reason = below.getByLabel('Reason (required)');
-  await reason.fill('half a thought');
-  await reason.focus();
+  const reason = await startRejecting(below, 'half a thought');
 
   // Someone else approves the card above; the live update takes it away.
   const someoneElse = await adminApi();
