@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -318,17 +319,26 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
             _,
         >(ui_context, shell));
 
-    Router::new()
+    let routes = Router::new()
         .merge(http::router(config.max_body_bytes))
         // Unknown API paths answer in the API's shape, not with the UI's 404 page.
         .route("/v1/{*rest}", any(http::not_found))
         .route("/auth/{*rest}", any(http::not_found))
         .merge(ui)
-        .with_state(state)
+        .with_state(state);
+    around(routes, Duration::from_secs(config.request_timeout_secs))
+}
+
+/// What every answer goes through, from the outside in: tracing and request ids, the
+/// headers every answer carries, the API's error shape, the cross-site check, a panic turned
+/// into a 500 (instead of a dropped connection), and the request timeout.
+fn around(routes: Router, request_timeout: Duration) -> Router {
+    routes
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
-            Duration::from_secs(config.request_timeout_secs),
+            request_timeout,
         ))
+        .layer(CatchPanicLayer::new())
         .layer(axum::middleware::from_fn(http::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn(http::ensure_error_shape))
         // Every answer: no MIME sniffing, no referrer leaking ids to other sites, and no
@@ -391,6 +401,32 @@ pub(crate) fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
 mod tests {
     use super::*;
     use axum::serve::Listener;
+
+    /// A handler that panics answers 500 in the contract's error shape; without the layer
+    /// the connection would just drop.
+    #[tokio::test]
+    async fn a_panic_answers_500_in_the_error_shape() {
+        use tower::ServiceExt;
+        let panicking = Router::new().route(
+            "/v1/panics",
+            axum::routing::get(|| async {
+                panic!("a bug");
+                #[allow(unreachable_code)]
+                ""
+            }),
+        );
+        let request = Request::get("/v1/panics").body(Body::empty()).unwrap();
+        let response = around(panicking, Duration::from_secs(5))
+            .oneshot(request)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "internal_error", "{body}");
+    }
 
     #[tokio::test]
     async fn connections_are_accepted_without_nagle() {

@@ -2,6 +2,7 @@
 //! a claim; a claim that starts an attempt is executed by idem, and answered `201` with the
 //! operation as the call left it (`succeeded`, `failed`, or `unknown` after a timeout).
 
+use app::domain::ToolName;
 use app::ledger::Invoked;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -20,6 +21,8 @@ use crate::startup::AppState;
 
 /// The claim body with the path's tool filled in; a different body `tool` is refused.
 fn claim_body(tool: &str, mut body: Map<String, Value>) -> ApiResult<ClaimBody> {
+    // As a claim's body `tool` would be: a bad name is a bad request, not an unknown route.
+    ToolName::try_from(tool).map_err(|e| ApiError::bad_request(e.code(), e.to_string()))?;
     match body.get("tool") {
         None => {
             body.insert("tool".into(), Value::String(tool.to_owned()));

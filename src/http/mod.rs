@@ -71,6 +71,7 @@ pub async fn ensure_error_shape(request: Request<Body>, next: Next) -> Response<
         return response;
     }
     let code = match status.as_u16() {
+        404 => "not_found",
         405 => "method_not_allowed",
         408 => "request_timeout",
         413 => "payload_too_large",

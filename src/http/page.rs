@@ -14,10 +14,10 @@ const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 200;
 
 /// Parses `limit` (1–200, default 50) and `cursor` (the id of the last item of the previous
-/// page, or none for the first page).
+/// page, or none for the first page); either left empty is as if left out.
 pub fn parse(limit: Option<&str>, cursor: Option<&str>) -> ApiResult<(u32, Option<Uuid>)> {
     let limit = match limit {
-        None => DEFAULT_LIMIT,
+        None | Some("") => DEFAULT_LIMIT,
         Some(text) => text
             .parse::<u32>()
             .ok()

@@ -24,7 +24,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A tool as answered: its policy, flattened, plus what idem can promise for it.
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Clone, Serialize, utoipa::ToSchema)]
 struct ToolView {
     name: ToolName,
     #[serde(flatten)]
@@ -48,10 +48,23 @@ impl From<RegisteredTool> for ToolView {
     }
 }
 
-/// `{"tool": …}`.
+/// One tool: its fields at the top level, as API.md shows a tool (so `guarantee` is read
+/// where a client written from the contract looks for it), and the same again under `tool`,
+/// the shape this server answered first.
 #[derive(Serialize, utoipa::ToSchema)]
 struct ToolBody {
+    #[serde(flatten)]
+    fields: ToolView,
     tool: ToolView,
+}
+
+impl From<ToolView> for ToolBody {
+    fn from(tool: ToolView) -> Self {
+        Self {
+            fields: tool.clone(),
+            tool,
+        }
+    }
 }
 
 /// Every registered tool.
@@ -127,7 +140,7 @@ async fn read(
         created_at: None,
         updated_at: None,
     };
-    Ok(AppJson(ToolBody { tool }))
+    Ok(AppJson(ToolBody::from(tool)))
 }
 
 /// Registers a tool, or replaces its policy. Every field may be left out for its default.
@@ -168,5 +181,5 @@ async fn register(
         .admin_actions
         .register_tool(&by, &name, policy)
         .await?;
-    Ok(AppJson(ToolBody { tool: tool.into() }))
+    Ok(AppJson(ToolBody::from(ToolView::from(tool))))
 }

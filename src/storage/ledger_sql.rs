@@ -119,6 +119,7 @@ macro_rules! impl_ledger_store {
                 .push_bind(v.unknown_since)
                 .push_bind(v.reconcile_attempts)
                 .push_bind(v.next_reconcile_at)
+                .push_bind(v.ttl_seconds)
                 .push_unseparated(")");
         }
 

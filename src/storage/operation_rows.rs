@@ -15,7 +15,8 @@ use uuid::Uuid;
 /// Columns selected for an operation, in `OperationRow` order.
 pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, args, run_id, step, \
      status, attempt, result, error, retryable, provider_ref, lease_token, lease_expires_at, created_at, updated_at, \
-     completed_at, expires_at, approval, approval_expires_at, runner, unknown_since, reconcile_attempts, next_reconcile_at";
+     completed_at, expires_at, approval, approval_expires_at, runner, unknown_since, reconcile_attempts, next_reconcile_at, \
+     ttl_seconds";
 
 /// The list query for a filter, for either database. Only the filters given become
 /// conditions: a generic `($1 is null or status = $1)` would keep SQLite (which plans once per
@@ -111,6 +112,8 @@ pub struct OperationRow {
     unknown_since: Option<DateTime<Utc>>,
     reconcile_attempts: i32,
     next_reconcile_at: Option<DateTime<Utc>>,
+    /// Null for operations stored before the column existed.
+    ttl_seconds: Option<i64>,
 }
 
 /// Parses stored text through the type's serde form (and so through its checks).
@@ -160,9 +163,21 @@ impl TryFrom<OperationRow> for Operation {
             unknown_since: row.unknown_since,
             reconcile_attempts: row.reconcile_attempts.unsigned_abs(),
             next_reconcile_at: row.next_reconcile_at,
+            ttl_seconds: stored_ttl(row.ttl_seconds, row.created_at, row.expires_at),
             lease,
         })
     }
+}
+
+/// An operation's time to live as stored; for one stored before it was (null), the span its
+/// expiry was given at creation.
+fn stored_ttl(
+    ttl_seconds: Option<i64>,
+    created_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+) -> u32 {
+    let seconds = ttl_seconds.unwrap_or_else(|| (expires_at - created_at).num_seconds());
+    u32::try_from(seconds.max(0)).unwrap_or(u32::MAX)
 }
 
 /// An event row.
@@ -218,6 +233,7 @@ pub struct OperationValues {
     pub unknown_since: Option<DateTime<Utc>>,
     pub reconcile_attempts: i32,
     pub next_reconcile_at: Option<DateTime<Utc>>,
+    pub ttl_seconds: i64,
 }
 
 impl From<&Operation> for OperationValues {
@@ -251,6 +267,7 @@ impl From<&Operation> for OperationValues {
             unknown_since: op.unknown_since,
             reconcile_attempts: i32::try_from(op.reconcile_attempts).unwrap_or(i32::MAX),
             next_reconcile_at: op.next_reconcile_at,
+            ttl_seconds: i64::from(op.ttl_seconds),
         }
     }
 }

@@ -13,6 +13,7 @@ on_both_databases!(
     only_approvers_and_admins_decide,
     a_verdict_needs_an_operation_that_waits,
     an_unanswered_request_lapses_into_a_rejection,
+    a_verdict_may_come_without_a_body,
 );
 
 impl Client {
@@ -249,10 +250,71 @@ async fn an_unanswered_request_lapses_into_a_rejection(db: Db) {
         "approval expired"
     );
 
+    // Each lapse is recorded by the system; the claim that found the first one was answered
+    // with the stored rejection, a replay like any other (a duplicate prevented).
+    let mut trails = Vec::new();
     for id in [&first_id, &second_id] {
         let events: Value = admin.events(id).await.json().await.unwrap();
-        let last = events["events"].as_array().unwrap().last().unwrap().clone();
-        assert_eq!(last["kind"], "approval_expired", "{events}");
-        assert_eq!(last["actor"], "system");
+        let trail: Vec<(String, String)> = events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["kind"].as_str().unwrap().into(),
+                    e["actor"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        trails.push(trail);
     }
+    let kinds = |trail: &[(String, String)]| -> Vec<String> {
+        trail.iter().map(|(kind, _)| kind.clone()).collect()
+    };
+    assert_eq!(
+        kinds(&trails[0]),
+        ["approval_requested", "approval_expired", "replayed"]
+    );
+    assert_eq!(
+        kinds(&trails[1]),
+        ["approval_requested", "approval_expired"]
+    );
+    for trail in &trails {
+        assert_eq!(trail[1].1, "system");
+    }
+}
+
+/// Every field of an approval is optional, so its body may be left out entirely; a rejection
+/// without one is refused for its missing reason, and a body that is there is still read as
+/// JSON (declared, well formed).
+async fn a_verdict_may_come_without_a_body(db: Db) {
+    let (app, _agent, id) = waiting_wire(db).await;
+    let approver = app.person(Role::Approver).await;
+    let path = |verdict: &str| format!("/v1/operations/{id}/{verdict}");
+    assert_error(
+        approver.post_raw(&path("reject"), "", None).await,
+        400,
+        "missing_reason",
+    )
+    .await;
+    assert_error(
+        approver
+            .post_raw(&path("approve"), "{", Some("application/json"))
+            .await,
+        400,
+        "malformed_json",
+    )
+    .await;
+    assert_error(
+        approver.post_raw(&path("approve"), "{}", None).await,
+        415,
+        "unsupported_media_type",
+    )
+    .await;
+
+    let approved = approver.post_raw(&path("approve"), "", None).await;
+    assert_eq!(approved.status(), 200);
+    let approved: Value = approved.json().await.unwrap();
+    assert_eq!(approved["operation"]["status"], "approved");
+    assert_eq!(approved["operation"]["approval"]["reason"], Value::Null);
 }

@@ -1,5 +1,5 @@
 use app::domain::Role;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::helpers::{assert_error, Db, TestApp};
 use crate::on_both_databases;
@@ -49,6 +49,16 @@ async fn wrong_types_and_missing_fields_are_400(db: Db) {
         .await;
     assert_error(response, 400, "invalid_request").await;
     assert!(app.state.identity.list_api_keys().await.unwrap().is_empty());
+
+    // A tool named in the path is checked as a body's `tool` is.
+    let agent = app.agent("billing").await;
+    let invoked = agent
+        .post_json(
+            "/v1/tools/no%20spaces/invoke",
+            &json!({ "key": "k", "args": {} }),
+        )
+        .await;
+    assert_error(invoked, 400, "invalid_tool_name").await;
 }
 
 async fn a_body_without_a_json_content_type_is_415(db: Db) {
@@ -89,6 +99,9 @@ async fn unknown_api_paths_and_wrong_methods_answer_in_the_error_shape(db: Db) {
     let client = app.anonymous();
     assert_error(client.get("/v1/nothing-here").await, 404, "not_found").await;
     assert_error(client.get("/auth/nothing-here").await, 404, "not_found").await;
+    // The prefixes alone fall through to the pages' 404, and still answer as the API does.
+    assert_error(client.get("/v1/").await, 404, "not_found").await;
+    assert_error(client.get("/auth/").await, 404, "not_found").await;
     let wrong_method = client
         .http
         .put(client.url("/auth/login"))

@@ -3,6 +3,7 @@
 
 use app::domain::Role;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 use crate::helpers::{assert_error, Client, Db, TestApp};
 use crate::on_both_databases;
@@ -14,6 +15,7 @@ on_both_databases!(
     expiring_a_settled_key_lets_the_next_claim_start_afresh,
     an_open_operation_cannot_be_expired,
     reconcile_refuses_what_it_cannot_settle,
+    an_unknown_settled_after_its_ttl_replays_for_a_whole_ttl_more,
 );
 
 impl Client {
@@ -273,4 +275,49 @@ async fn reconcile_refuses_what_it_cannot_settle(db: Db) {
         "not_found",
     )
     .await;
+}
+
+fn time_of(operation: &Value, field: &str) -> chrono::DateTime<chrono::FixedOffset> {
+    chrono::DateTime::parse_from_rfc3339(operation[field].as_str().unwrap()).unwrap()
+}
+
+/// API.md: an `unknown` operation never expires by TTL; it "must settle first, then the TTL
+/// counts". One settled after its TTL (counted from its creation) had run out still replays
+/// its outcome for a whole TTL: the retry right after the settlement must not act again.
+async fn an_unknown_settled_after_its_ttl_replays_for_a_whole_ttl_more(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let admin = app.person(Role::Admin).await;
+    let policy = json!({ "effect": "non_idempotent_write", "ttl_seconds": 2 });
+    assert_eq!(admin.put_tool("send_email", &policy).await.status(), 200);
+    let agent = app.agent("support").await;
+    let operator = app.person(Role::Operator).await;
+    let id = unknown_operation(&agent, &email(1)).await;
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+
+    let resolution = json!({ "outcome": "succeeded", "result": { "message_id": "m-1" }, "reason": "the mail server logged it" });
+    let resolved = operator.resolve(&id, &resolution).await;
+    assert_eq!(resolved.status(), 200);
+    let resolved: Value = resolved.json().await.unwrap();
+    let operation = &resolved["operation"];
+    assert_eq!(
+        time_of(operation, "expires_at") - time_of(operation, "completed_at"),
+        chrono::Duration::seconds(2),
+        "{operation}"
+    );
+    let retry = agent.claim(&email(1)).await;
+    assert_eq!(
+        retry.status(),
+        200,
+        "the retry after the settlement replays"
+    );
+    let retry: Value = retry.json().await.unwrap();
+    assert_eq!(retry["operation"]["id"], id.as_str());
+    assert_eq!(retry["operation"]["result"], json!({ "message_id": "m-1" }));
+
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let (later, _, _) = agent.start(&email(1)).await;
+    assert_ne!(
+        later, id,
+        "a TTL after its settlement, the key starts afresh"
+    );
 }

@@ -117,6 +117,16 @@ async fn bad_list_parameters_are_400(db: Db) {
     ] {
         assert_error(agent.list(query).await, 400, code).await;
     }
+    // The query as API.md spells it, every value left empty, is no filter at all.
+    let (id, _, _) = agent
+        .start(&json!({ "tool": "refund", "key": "k1", "args": {} }))
+        .await;
+    let empty = agent
+        .list("?status=&tool=&run_id=&namespace=&limit=&cursor=")
+        .await;
+    assert_eq!(empty.status(), 200);
+    let empty: Value = empty.json().await.unwrap();
+    assert_eq!(ids(&empty), [id]);
 }
 
 async fn admins_register_tools_and_everyone_reads_the_guarantee(db: Db) {
@@ -129,6 +139,13 @@ async fn admins_register_tools_and_everyone_reads_the_guarantee(db: Db) {
     assert_eq!(unregistered["tool"]["effect"], "non_idempotent_write");
     assert_eq!(unregistered["tool"]["guarantee"], "at_most_once");
     assert_eq!(unregistered["tool"]["ttl_seconds"], 86400);
+    // API.md shows a tool's fields at the top level: they are there too, the same.
+    assert_eq!(unregistered["guarantee"], "at_most_once");
+    assert_eq!(unregistered["effect"], "non_idempotent_write");
+    assert_eq!(unregistered["name"], "refund");
+    for (field, value) in unregistered["tool"].as_object().unwrap() {
+        assert_eq!(&unregistered[field], value, "top-level {field}");
+    }
 
     let policy =
         json!({ "effect": "idempotent_write", "lease_seconds": 10, "key_fields": ["order_id"] });
@@ -137,6 +154,8 @@ async fn admins_register_tools_and_everyone_reads_the_guarantee(db: Db) {
     let registered: Value = registered.json().await.unwrap();
     assert_eq!(registered["tool"]["guarantee"], "exactly_once");
     assert_eq!(registered["tool"]["lease_seconds"], 10);
+    assert_eq!(registered["guarantee"], "exactly_once");
+    assert_eq!(registered["lease_seconds"], 10);
 
     let listed: Value = agent.get("/v1/tools").await.json().await.unwrap();
     assert_eq!(listed["tools"][0]["name"], "refund");

@@ -96,6 +96,10 @@ async fn a_new_key_is_claimed_completed_and_then_replayed_with_a_note(db: Db) {
     let completed: Value = completed.json().await.unwrap();
     assert_eq!(completed["operation"]["status"], "succeeded");
     assert!(completed["operation"]["completed_at"].is_string());
+    // "200 with the final Op": the Op's fields at the top level too, the same.
+    for (field, value) in completed["operation"].as_object().unwrap() {
+        assert_eq!(&completed[field], value, "top-level {field}");
+    }
 
     let replay = agent.claim(&body).await;
     assert_eq!(replay.status(), 200);

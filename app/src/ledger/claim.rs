@@ -109,7 +109,15 @@ pub fn decide_claim(
             fresh,
             now,
         ),
-        OperationStatus::Pending => lease_expired(existing, now),
+        // The retry found the lease run out: the operation becomes `unknown`, and this retry
+        // is blocked like any retry of an unknown operation (a duplicate prevented).
+        OperationStatus::Pending => {
+            let mut expired = lease_expired(existing, now);
+            expired
+                .events
+                .push(event(EventKind::BlockedUnknown, json!({})));
+            expired
+        }
         OperationStatus::Unknown => {
             let note = notes::outcome_unknown(&existing);
             let events = vec![event(EventKind::BlockedUnknown, json!({}))];
@@ -126,10 +134,13 @@ pub fn decide_claim(
             let note =
                 notes::replayed(lapsed.outcome.as_ref().expect("a waiting operation lapses"));
             let operation = lapsed.outcome.expect("a waiting operation lapses");
+            // The retry gets the stored rejection: a replay, recorded as every replay is.
+            let mut events = lapsed.events;
+            events.push(event(EventKind::Replayed, json!({})));
             Decision {
                 outcome: Claim::Replayed { operation, note },
                 writes: lapsed.writes,
-                events: lapsed.events,
+                events,
             }
         }
         OperationStatus::AwaitingApproval => {
@@ -198,6 +209,7 @@ fn create(
         updated_at: now,
         completed_at: None,
         expires_at: now + Duration::seconds(i64::from(request.policy.ttl_seconds)),
+        ttl_seconds: request.policy.ttl_seconds,
         approval: None,
         approval_expires_at: needs_approval
             .then(|| now + Duration::seconds(i64::from(request.policy.approval_ttl_seconds))),
@@ -518,7 +530,9 @@ mod tests {
         assert!(
             matches!(decision.outcome, Claim::OutcomeUnknown { ref operation, .. } if operation.status == OperationStatus::Unknown)
         );
-        assert_eq!(decision.events[0].kind, EventKind::LeaseExpired);
+        // The lapse, and this retry blocked like any retry of an unknown operation.
+        let kinds: Vec<_> = decision.events.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [EventKind::LeaseExpired, EventKind::BlockedUnknown]);
 
         stored.effect = crate::domain::Effect::IdempotentWrite;
         let decision = decide_claim(Some(stored), &request(), "a", fresh(), now);
@@ -544,6 +558,80 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// API.md: pending and unknown operations "must settle first, then the TTL counts". One
+    /// that settles long after its creation lives a whole TTL from its settlement, so the
+    /// retry right after is a replay, not a second action.
+    #[test]
+    fn the_ttl_counts_from_when_the_operation_settles() {
+        use crate::ledger::complete::{decide_report, Report};
+        let created = Utc::now() - Duration::days(3);
+        let started = decide_claim(None, &request(), "a", fresh(), created);
+        let Claim::Started { operation, .. } = started.outcome else {
+            panic!("a new key starts");
+        };
+        let ttl = Duration::seconds(i64::from(request().policy.ttl_seconds));
+        assert_eq!(operation.expires_at, created + ttl);
+
+        // Three days on (past its first TTL), the agent reports success under a live lease.
+        let mut late = operation;
+        let settled_at = created + Duration::days(3);
+        late.lease.as_mut().unwrap().expires_at = settled_at + Duration::seconds(30);
+        let report = Report::Completed {
+            succeeded: true,
+            result: None,
+            error: None,
+            retryable: false,
+            provider_ref: None,
+        };
+        let settled = decide_report(late, "new-token", &report, "a", settled_at)
+            .outcome
+            .unwrap();
+        assert_eq!(settled.completed_at, Some(settled_at));
+        assert_eq!(settled.expires_at, settled_at + ttl);
+
+        let retry = decide_claim(Some(settled.clone()), &request(), "a", fresh(), settled_at);
+        assert!(matches!(retry.outcome, Claim::Replayed { .. }));
+        let after_its_ttl = settled_at + ttl;
+        let retry = decide_claim(Some(settled), &request(), "a", fresh(), after_its_ttl);
+        assert!(matches!(retry.outcome, Claim::Started { .. }));
+    }
+
+    #[test]
+    fn a_retry_that_finds_its_approval_lapsed_is_a_replay_of_the_rejection() {
+        let now = Utc::now();
+        let mut waiting = existing(OperationStatus::AwaitingApproval, now);
+        waiting.approval_expires_at = Some(now - Duration::seconds(1));
+        let decision = decide_claim(Some(waiting), &request(), "a", fresh(), now);
+        let Claim::Replayed { operation, .. } = decision.outcome else {
+            panic!("a lapsed approval is replayed as a rejection");
+        };
+        assert_eq!(operation.status, OperationStatus::Rejected);
+        assert_eq!(
+            decision.events.last().map(|e| e.kind),
+            Some(EventKind::Replayed)
+        );
+    }
+
+    /// API.md gives one note for every final outcome replayed: "already completed at step 4
+    /// at <time>; no new action taken". A permanent failure says so after it.
+    #[test]
+    fn a_permanent_failure_is_replayed_with_the_contract_note_then_its_code() {
+        let now = Utc::now();
+        let mut stored = existing(OperationStatus::Failed, now);
+        stored.completed_at = Some(now);
+        stored.error = Some(json!({ "code": "card_declined", "message": "declined" }));
+        let Claim::Replayed { note, .. } =
+            decide_claim(Some(stored), &request(), "a", fresh(), now).outcome
+        else {
+            panic!("a permanent failure is replayed");
+        };
+        assert!(
+            note.starts_with("already completed at step 4 at ")
+                && note.contains("; no new action taken; it failed permanently (card_declined)"),
+            "{note}"
+        );
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub fn decide_report(
             after.error = error.clone();
             after.retryable = !succeeded && *retryable;
             after.provider_ref = provider_ref.clone();
-            after.completed_at = Some(now);
+            after.settle_at(now);
             let detail = json!({ "status": after.status, "retryable": after.retryable, "provider_ref": after.provider_ref, "attempt": after.attempt });
             (EventKind::Completed, detail)
         }

@@ -1,6 +1,6 @@
 //! What the ledger stores: operations, their leases and approvals, and audit events.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -55,6 +55,10 @@ pub struct Operation {
     pub updated_at: DateTime<Utc>,
     pub completed_at: Option<DateTime<Utc>>,
     pub expires_at: DateTime<Utc>,
+    /// How long the key lives once the operation has settled: the tool's `ttl_seconds` when
+    /// the operation was created. Each settlement moves `expires_at` to then plus this.
+    #[serde(skip)]
+    pub ttl_seconds: u32,
     pub approval: Option<Approval>,
     /// While `awaiting_approval`: when the request lapses and the operation is rejected.
     pub approval_expires_at: Option<DateTime<Utc>>,
@@ -98,6 +102,15 @@ impl Operation {
         self.unknown_since = Some(now);
         self.reconcile_attempts = 0;
         self.next_reconcile_at = None;
+    }
+
+    /// The operation settled at `now` (an outcome, a failure or a rejection is stored). Its
+    /// key's time to live counts from here: an operation that stayed `pending` or `unknown`
+    /// past its TTL must not find its key already over the moment it settles, or the next
+    /// claim would start the action again instead of replaying the outcome.
+    pub fn settle_at(&mut self, now: DateTime<Utc>) {
+        self.completed_at = Some(now);
+        self.expires_at = now + Duration::seconds(i64::from(self.ttl_seconds));
     }
 
     /// Whether a live lease is held at `now`.

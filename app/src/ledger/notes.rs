@@ -38,7 +38,8 @@ pub fn replayed(operation: &Operation) -> String {
             let code = error_code(operation)
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default();
-            format!("already failed permanently{step} at {when}{code}; no new action taken; retrying with the same key returns the same failure")
+            // The contract's sentence first, as for a success, then what the outcome was.
+            format!("already completed{step} at {when}; no new action taken; it failed permanently{code}, and retrying with the same key returns the same failure")
         }
         _ => format!("already completed{step} at {when}; no new action taken"),
     }

@@ -114,7 +114,7 @@ fn unknown_for_ms(operation: &Operation, now: DateTime<Utc>) -> i64 {
 /// Ends an operation's open life: no lease, nothing more to reconcile.
 fn close(after: &mut Operation, now: DateTime<Utc>) {
     after.updated_at = now;
-    after.completed_at = Some(now);
+    after.settle_at(now);
     after.lease = None;
     after.next_reconcile_at = None;
 }

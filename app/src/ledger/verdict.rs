@@ -98,7 +98,7 @@ fn apply_verdict(
     after.move_by(event);
     after.updated_at = now;
     if after.status == OperationStatus::Rejected {
-        after.completed_at = Some(now);
+        after.settle_at(now);
     }
     after.approval_expires_at = None;
     after.approval = Some(Approval {

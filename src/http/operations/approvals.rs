@@ -9,7 +9,7 @@ use super::{acting, operation_answer, operation_id, OperationBody};
 use crate::http::audit::ClientAddress;
 use crate::http::auth::Approver;
 use crate::http::error::{ApiResult, ErrorBody};
-use crate::http::json::AppJson;
+use crate::http::json::OptionalJson;
 use crate::startup::AppState;
 
 /// Why the person decided as they did; required to reject (the agent is told it).
@@ -41,7 +41,7 @@ pub(crate) async fn approve(
     Approver(person): Approver,
     address: ClientAddress,
     Path(id): Path<String>,
-    AppJson(body): AppJson<VerdictBody>,
+    OptionalJson(body): OptionalJson<VerdictBody>,
 ) -> ApiResult<Response> {
     let by = acting(person, address);
     let operation = state
@@ -75,7 +75,7 @@ pub(crate) async fn reject(
     Approver(person): Approver,
     address: ClientAddress,
     Path(id): Path<String>,
-    AppJson(body): AppJson<VerdictBody>,
+    OptionalJson(body): OptionalJson<VerdictBody>,
 ) -> ApiResult<Response> {
     let by = acting(person, address);
     let operation = state

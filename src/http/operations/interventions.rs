@@ -12,7 +12,7 @@ use super::{acting, operation_answer, operation_id, OperationBody};
 use crate::http::audit::ClientAddress;
 use crate::http::auth::Operator;
 use crate::http::error::{ApiResult, ErrorBody};
-use crate::http::json::AppJson;
+use crate::http::json::{AppJson, OptionalJson};
 use crate::startup::AppState;
 
 /// Asks the tool's `reconcile_url` about an `unknown` operation now and settles it:
@@ -150,7 +150,7 @@ pub(crate) async fn expire(
     Operator(person): Operator,
     address: ClientAddress,
     Path(id): Path<String>,
-    AppJson(body): AppJson<ExpireBody>,
+    OptionalJson(body): OptionalJson<ExpireBody>,
 ) -> ApiResult<Response> {
     let by = acting(person, address);
     let operation = state

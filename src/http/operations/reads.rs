@@ -67,26 +67,28 @@ pub(crate) struct ListBody {
     next_cursor: Option<String>,
 }
 
+/// A filter left empty (`?status=&tool=`, as API.md spells the query) is no filter.
+fn given(value: Option<String>) -> Option<String> {
+    value.filter(|text| !text.is_empty())
+}
+
 fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
     let invalid = |code: &'static str, message: &str| ApiError::bad_request(code, message);
     let (limit, before) = page::parse(params.limit.as_deref(), params.cursor.as_deref())?;
     let filter = OperationFilter {
-        namespace: params
-            .namespace
+        namespace: given(params.namespace)
             .map(Namespace::try_from)
             .transpose()
             .map_err(|e| invalid("invalid_namespace", &e.to_string()))?,
-        status: params
-            .status
+        status: given(params.status)
             .map(|s| s.parse::<OperationStatus>())
             .transpose()
             .map_err(|e| invalid("invalid_status", &e.to_string()))?,
-        tool: params
-            .tool
+        tool: given(params.tool)
             .map(ToolName::try_from)
             .transpose()
             .map_err(|e| invalid(e.code(), &e.to_string()))?,
-        run_id: params.run_id,
+        run_id: given(params.run_id),
         before,
         ..Default::default()
     };

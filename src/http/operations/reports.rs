@@ -1,12 +1,12 @@
 //! A lease holder's reports: `complete` and `unknown`.
 
-use app::ledger::Report;
+use app::ledger::{Operation, Report};
 use axum::extract::{Path, State};
-use axum::response::Response;
-use serde::Deserialize;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{actor, operation_answer, operation_id, OperationBody};
+use super::{actor, operation_id};
 use crate::http::auth::AgentCaller;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::json::AppJson;
@@ -39,6 +39,24 @@ pub(crate) struct CompleteBody {
     provider_ref: Option<String>,
 }
 
+/// A report's answer: API.md says "`200` with the final Op", so the Op's fields are at the
+/// top level, and the same Op is under `operation` as in every other answer about one
+/// operation; a client may read either.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct ReportBody<'a> {
+    #[serde(flatten)]
+    fields: &'a Operation,
+    operation: &'a Operation,
+}
+
+fn report_answer(operation: &Operation) -> Response {
+    AppJson(ReportBody {
+        fields: operation,
+        operation,
+    })
+    .into_response()
+}
+
 fn error_value(error: Option<ErrorInfo>) -> Option<Value> {
     error.map(|e| json!({ "code": e.code, "message": e.message }))
 }
@@ -52,7 +70,7 @@ fn error_value(error: Option<ErrorInfo>) -> Option<Value> {
     params(("id" = Uuid, Path, description = "The operation's `id`")),
     request_body = CompleteBody,
     responses(
-        (status = 200, body = OperationBody,
+        (status = 200, body = ReportBody,
             description = "The final operation; repeating the same completion (same token and \
                 outcome) answers 200 again"),
         (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
@@ -93,7 +111,7 @@ pub(crate) async fn complete(
             &actor(&agent),
         )
         .await?;
-    Ok(operation_answer(&operation))
+    Ok(report_answer(&operation))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -112,7 +130,7 @@ pub(crate) struct UnknownBody {
     params(("id" = Uuid, Path, description = "The operation's `id`")),
     request_body = UnknownBody,
     responses(
-        (status = 200, body = OperationBody,
+        (status = 200, body = ReportBody,
             description = "The operation, now `unknown`; repeating the same report with the same \
                 token answers 200 again"),
         (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
@@ -149,5 +167,5 @@ pub(crate) async fn unknown(
             &actor(&agent),
         )
         .await?;
-    Ok(operation_answer(&operation))
+    Ok(report_answer(&operation))
 }
