@@ -317,6 +317,23 @@ async fn keys_come_from_header_body_business_key_or_run_and_step(db: Db) {
         .await;
     assert_error(conflicting, 400, "conflicting_idempotency_keys").await;
 
+    // The IETF draft's form, a quoted structured-field string, is the same key unquoted.
+    let quoted = agent
+        .claim_with_header(
+            "\"email-2\"",
+            &json!({ "tool": "send_email", "args": args, "key": "email-2" }),
+        )
+        .await;
+    assert_eq!(quoted.status(), 409, "the same key, still running");
+    let odd = agent
+        .claim_with_header("\"email-4", &json!({ "tool": "send_email", "args": args }))
+        .await;
+    let odd: Value = odd.json().await.unwrap();
+    assert_eq!(
+        odd["operation"]["key"], "\"email-4",
+        "not a string: the key as it is"
+    );
+
     let business = json!({ "tool": "send_email", "args": args, "business_key": "welcome:ada" });
     let business: Value = agent.claim(&business).await.json().await.unwrap();
     assert_eq!(business["operation"]["key_source"], "business");

@@ -17,8 +17,13 @@
 //! ```text
 //! fields = JCS({ path: args at path, for each path in key_fields })
 //! key    = tool + ":" + fields                               if that is ≤ 255 printable ASCII
+//!                                                            and no field holds a secret
 //!        = tool + ":sha256:" + lowercase_hex(SHA-256(fields)) otherwise
 //! ```
+//!
+//! A field holds a secret when redaction (the default rules and the tool's `redact_fields`)
+//! would change what is at its path: a key is stored and shown as it is, so a card number or
+//! a password must never be readable in it.
 //!
 //! Each path is a dotted path through objects ([`super::paths`]) and is used, as written, as the
 //! member name. A path that reaches no value is an error (`missing_key_field`); `null` is a value.
@@ -48,6 +53,7 @@ use serde_json::{Map, Value};
 use super::canonical::canonical_json;
 use super::fingerprint::sha256_hex;
 use super::keys::{is_key_char, InvalidIdempotencyKey, MAX_KEY_LEN};
+use super::redaction::redact;
 use super::{paths, Fingerprint, IdempotencyKey, KeySource, ToolName, ToolPolicy};
 
 /// The longest `run_id` that a derived key keeps as it is; longer ones are hashed.
@@ -144,7 +150,8 @@ impl KeyChoice<'_> {
             return given(business, KeySource::Business);
         }
         if !policy.key_fields.is_empty() {
-            let key = business_key_from_fields(tool, args, &policy.key_fields)?;
+            let key =
+                business_key_from_fields(tool, args, &policy.key_fields, &policy.redact_fields)?;
             return Ok((key, KeySource::Business));
         }
         match (self.run_id.filter(|id| !id.is_empty()), self.step) {
@@ -163,21 +170,26 @@ pub fn business_key_from_fields(
     tool: &ToolName,
     args: &Value,
     key_fields: &[String],
+    redact_fields: &[String],
 ) -> Result<IdempotencyKey, KeyError> {
+    let redacted = redact(args, redact_fields);
     let mut fields = Map::new();
+    let mut holds_a_secret = false;
     for path in key_fields {
         let value = paths::get(args, path).ok_or_else(|| KeyError::MissingKeyField {
             field: path.clone(),
         })?;
+        holds_a_secret |= paths::get(&redacted, path) != Some(value);
         fields.insert(path.clone(), value.clone());
     }
     let fields = canonical_json(&Value::Object(fields));
     let readable = format!("{tool}:{fields}");
-    let key = if readable.len() <= MAX_KEY_LEN && readable.chars().all(is_key_char) {
-        readable
-    } else {
-        format!("{tool}:sha256:{}", sha256_hex(&fields))
-    };
+    let key =
+        if !holds_a_secret && readable.len() <= MAX_KEY_LEN && readable.chars().all(is_key_char) {
+            readable
+        } else {
+            format!("{tool}:sha256:{}", sha256_hex(&fields))
+        };
     Ok(made(key))
 }
 

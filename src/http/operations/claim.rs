@@ -39,12 +39,29 @@ pub(crate) struct ClaimBody {
 fn header_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     match headers.get("idempotency-key") {
         None => Ok(None),
-        Some(value) => value.to_str().map(|key| Some(key.to_owned())).map_err(|_| {
+        Some(value) => value.to_str().map(|key| Some(unquoted(key))).map_err(|_| {
             ApiError::bad_request(
                 "invalid_idempotency_key",
                 "the Idempotency-Key header must be printable ASCII",
             )
         }),
+    }
+}
+
+/// The IETF draft writes the header as a structured-field string (`"8e03…"`), Stripe as the
+/// bare key: a well-formed string is the key inside its quotes; anything else is the key as
+/// it is.
+fn unquoted(header: &str) -> String {
+    let item = header
+        .starts_with('"')
+        .then(|| sfv::Parser::new(header).parse::<sfv::Item>().ok())
+        .flatten();
+    match item {
+        Some(item) if item.params.is_empty() => match item.bare_item.as_string() {
+            Some(key) => key.as_str().to_owned(),
+            None => header.to_owned(),
+        },
+        _ => header.to_owned(),
     }
 }
 
