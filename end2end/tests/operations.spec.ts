@@ -184,3 +184,42 @@ test('a live update on an address with a fragment changes the page in place', as
   await completeClaimed(api, answer);
   await api.dispose();
 });
+
+test('a page whose refreshes fail asks again less and less often, and catches up once they work', async ({ page }) => {
+  test.setTimeout(60_000);
+  const { api, namespace } = await agentApi();
+  await signIn(page, admin.username, admin.password);
+  await openLive(page, `/operations?namespace=${namespace}`);
+
+  // The page's own refreshes (fetches of /operations) fail as if the server were overloaded;
+  // its change stream stays up, so it keeps hearing that something changed.
+  let failing = true;
+  const tries: number[] = [];
+  await page.route(
+    (url) => url.pathname === '/operations',
+    async (route) => {
+      if (!failing || route.request().resourceType() !== 'fetch') return route.continue();
+      tries.push(Date.now());
+      await route.fulfill({ status: 503, body: 'overloaded' });
+    },
+  );
+
+  const key = unique('backoff');
+  const answer = await api.post('/v1/operations', { data: { tool: unique('lookup'), key, args: { order: key } } });
+  expect(answer.status(), await answer.text()).toBe(201);
+  await expect.poll(() => tries.length, { timeout: 15_000 }).toBeGreaterThan(0);
+  await page.waitForTimeout(10_000);
+  // Once a second would be ten more tries in these ten seconds; pauses that double after each
+  // failure (1, 2, 4, 8 s) leave three or four.
+  const inTenSeconds = tries.filter((at) => at <= tries[0] + 10_000).length;
+  expect(inTenSeconds).toBeGreaterThanOrEqual(2);
+  expect(inTenSeconds).toBeLessThanOrEqual(5);
+  const row = page.locator('table.operations tbody tr').filter({ hasText: key });
+  await expect(row).toHaveCount(0);
+
+  // The server answers again: the page catches up at its next try, with no reload.
+  failing = false;
+  await expect(row).toBeVisible({ timeout: 20_000 });
+  await completeClaimed(api, answer);
+  await api.dispose();
+});

@@ -1,11 +1,11 @@
 //! Turns the document's body into a freshly rendered one in place, touching only what
 //! differs.
 //!
-//! Children are paired by element name and key (`data-morph-key` or `id`); an island is kept
-//! as it is (its DOM belongs to its code) when its component and props are unchanged, and
-//! replaced otherwise. Form fields keep what was typed: only attributes change, never a
-//! field's live value. A node is moved only when the order changed: moving a node blurs the
-//! field inside it that has the focus.
+//! Children are paired by element name and key (`data-morph-key` or `id`; an island's
+//! component); an island is kept as it is (its DOM belongs to its code) when its component
+//! and props are unchanged, and replaced otherwise. Form fields keep what was typed: only
+//! attributes change, never a field's live value. A node is moved only when the order
+//! changed: moving a node blurs the field inside it that has the focus.
 
 use std::collections::HashSet;
 use wasm_bindgen::JsCast;
@@ -121,10 +121,18 @@ fn find_match(start: Option<Node>, new: &Node) -> Option<Node> {
     None
 }
 
+/// What pairs `element` with its next rendering among its siblings: its [`KEY`] or `id`; for
+/// an island without either, its component, so that an island whose sibling left is not
+/// taken for that sibling (and replaced, losing its state) but kept.
 fn key(element: &Element) -> Option<String> {
     element
         .get_attribute(KEY)
         .or_else(|| element.get_attribute("id"))
+        .or_else(|| {
+            (element.tag_name() == ISLAND)
+                .then(|| element.get_attribute("data-component"))
+                .flatten()
+        })
 }
 
 /// An element's name and key, if it has a key.

@@ -1,6 +1,10 @@
 //! Fetching the page again and morphing it into the document: after a change the ledger
 //! announced ([`soon`], coalesced), after a person's own action ([`now`]), and to move to
 //! another page without a reload ([`go`]).
+//!
+//! A fetch that fails (the server is down or overloaded) is tried again after a pause that
+//! doubles with each failure in a row, up to [`LONGEST_PAUSE_MS`]: every dashboard left open
+//! would otherwise ask a struggling server for its page every second.
 
 use std::cell::Cell;
 
@@ -20,16 +24,34 @@ thread_local! {
     static DIRTY: Cell<bool> = const { Cell::new(false) };
     /// A fetch is under way; another one waits for it (as [`DIRTY`]).
     static IN_FLIGHT: Cell<bool> = const { Cell::new(false) };
+    /// Fetches that failed in a row since the last one that did not.
+    static FAILURES: Cell<u32> = const { Cell::new(0) };
+    /// No fetch of a change before this time (`Date.now()`, ms), after failures.
+    static PAUSED_UNTIL: Cell<f64> = const { Cell::new(0.0) };
 }
+
+/// The pause after the first failure; it doubles with each further one.
+const FIRST_PAUSE_MS: f64 = 1_000.0;
+/// The longest pause between two tries while fetches keep failing.
+pub const LONGEST_PAUSE_MS: f64 = 30_000.0;
 
 /// Something changed: the page is fetched again at the next [`tick`].
 pub fn soon() {
     DIRTY.with(|dirty| dirty.set(true));
 }
 
-/// Called once a second: fetches the page if something changed since the last fetch.
+/// The server answers again (its change stream reopened): whatever changed meanwhile is
+/// fetched at the next [`tick`], whatever pause failed fetches asked for.
+pub fn reachable_again() {
+    settled();
+    soon();
+}
+
+/// Called once a second: fetches the page if something changed since the last fetch, unless
+/// failures asked for a pause.
 pub fn tick() {
-    if DIRTY.with(|dirty| dirty.get()) {
+    let paused = PAUSED_UNTIL.with(|until| js_sys::Date::now() < until.get());
+    if DIRTY.with(|dirty| dirty.get()) && !paused {
         now();
     }
 }
@@ -43,12 +65,20 @@ pub fn now() {
         return;
     }
     leptos::task::spawn_local(async {
-        let here = location_href();
-        match fetch_page(&here).await {
-            // Redirected (the session ended, say): go there for real.
-            Ok((url, _)) if url != here => assign(&url),
-            Ok((_, page)) => apply(&page),
-            Err(_) => soon(),
+        match fetch_page(&location_href()).await {
+            Ok(fetched) => {
+                settled();
+                if fetched.redirected {
+                    // Redirected (the session ended, say): go there for real.
+                    assign(&fetched.url);
+                } else {
+                    apply(&fetched.page);
+                }
+            }
+            Err(_) => {
+                pause_after_failure();
+                soon();
+            }
         }
         IN_FLIGHT.with(|busy| busy.set(false));
     });
@@ -60,10 +90,10 @@ pub fn go(path: &str) {
     let path = path.to_owned();
     leptos::task::spawn_local(async move {
         match fetch_page(&path).await {
-            Ok((url, page)) => {
-                apply(&page);
+            Ok(fetched) => {
+                apply(&fetched.page);
                 if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-                    let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
+                    let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&fetched.url));
                 }
             }
             Err(_) => assign(&path),
@@ -71,8 +101,17 @@ pub fn go(path: &str) {
     });
 }
 
-/// The page at `url` as a document, and the address it came from after redirects.
-async fn fetch_page(url: &str) -> Result<(String, Document), JsValue> {
+/// A page fetched for the document.
+struct Fetched {
+    page: Document,
+    /// The address it came from, after redirects.
+    url: String,
+    /// Whether the server sent the fetch elsewhere (to the login page, say).
+    redirected: bool,
+}
+
+/// The page at `url`; a server error (5xx) or a failed fetch is an error.
+async fn fetch_page(url: &str) -> Result<Fetched, JsValue> {
     let window = web_sys::window().ok_or(JsValue::NULL)?;
     let init = RequestInit::new();
     let headers = web_sys::Headers::new()?;
@@ -89,7 +128,28 @@ async fn fetch_page(url: &str) -> Result<(String, Document), JsValue> {
         .as_string()
         .unwrap_or_default();
     let page = DomParser::new()?.parse_from_string(&html, SupportedType::TextHtml)?;
-    Ok((response.url(), page))
+    Ok(Fetched {
+        page,
+        url: response.url(),
+        redirected: response.redirected(),
+    })
+}
+
+/// A fetch came back: changes are fetched again as soon as they come.
+fn settled() {
+    FAILURES.with(|failures| failures.set(0));
+    PAUSED_UNTIL.with(|until| until.set(0.0));
+}
+
+/// A fetch failed: the next try of a change waits, twice as long as after the failure before.
+fn pause_after_failure() {
+    let failures = FAILURES.with(|failures| {
+        failures.set(failures.get().saturating_add(1));
+        failures.get()
+    });
+    let doublings = failures.saturating_sub(1).min(16);
+    let pause = (FIRST_PAUSE_MS * f64::from(1u32 << doublings)).min(LONGEST_PAUSE_MS);
+    PAUSED_UNTIL.with(|until| until.set(js_sys::Date::now() + pause));
 }
 
 /// Morphs `page`'s body into the document's, then hydrates the islands that are new.

@@ -35,7 +35,7 @@ fn open(connected: RwSignal<bool>, catch_up: bool) {
         // After an outage, whatever changed while the stream was down is fetched now. Not
         // on the first opening: the page was rendered just before.
         if catch_up.replace(true) {
-            refresh::soon();
+            refresh::reachable_again();
         }
     });
     let on_change = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(|_| refresh::soon());

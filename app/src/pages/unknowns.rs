@@ -175,44 +175,65 @@ fn UnknownRow(row: OperationRow, may_operate: bool) -> impl IntoView {
 /// The name of the rows' checkboxes; the islands below find them by it.
 const SELECTED: &str = "selected";
 
-/// The rows' checkboxes that are ticked now, as (id, key).
-fn ticked() -> Vec<(Uuid, String)> {
-    #[cfg(feature = "hydrate")]
-    {
-        use wasm_bindgen::JsCast;
-        let Ok(found) = document().query_selector_all(&format!("input[name={SELECTED}]:checked"))
-        else {
-            return Vec::new();
-        };
-        (0..found.length())
-            .filter_map(|index| found.item(index))
-            .filter_map(|node| node.dyn_into::<web_sys::HtmlInputElement>().ok())
+/// The rows' checkboxes, read and ticked in the browser; on the server, where islands only
+/// render, nothing is ticked.
+#[cfg(feature = "hydrate")]
+mod boxes {
+    use leptos::prelude::document;
+    use uuid::Uuid;
+    use wasm_bindgen::JsCast;
+    use web_sys::HtmlInputElement;
+
+    use super::SELECTED;
+
+    /// The rows' checkboxes that are ticked now, as (id, key).
+    pub fn ticked() -> Vec<(Uuid, String)> {
+        matching(":checked")
+            .into_iter()
             .filter_map(|input| {
                 let id = input.value().parse().ok()?;
                 Some((id, input.get_attribute("data-key").unwrap_or_default()))
             })
             .collect()
     }
-    #[cfg(not(feature = "hydrate"))]
-    Vec::new()
-}
 
-/// Ticks or clears every row's checkbox.
-fn tick_all(on: bool) {
-    #[cfg(feature = "hydrate")]
-    {
-        use wasm_bindgen::JsCast;
-        if let Ok(found) = document().query_selector_all(&format!("input[name={SELECTED}]")) {
-            for input in (0..found.length())
-                .filter_map(|index| found.item(index))
-                .filter_map(|node| node.dyn_into::<web_sys::HtmlInputElement>().ok())
-            {
-                input.set_checked(on);
-            }
+    /// Ticks or clears every row's checkbox.
+    pub fn tick_all(on: bool) {
+        for input in matching("") {
+            input.set_checked(on);
         }
     }
-    #[cfg(not(feature = "hydrate"))]
-    let _ = on;
+
+    pub fn count() -> usize {
+        matching("").len()
+    }
+
+    /// The rows' checkboxes that match `state`, a CSS pseudo-class ("" for all of them).
+    fn matching(state: &str) -> Vec<HtmlInputElement> {
+        let selector = format!("input[name={SELECTED}]{state}");
+        let Ok(found) = document().query_selector_all(&selector) else {
+            return Vec::new();
+        };
+        (0..found.length())
+            .filter_map(|index| found.item(index))
+            .filter_map(|node| node.dyn_into::<HtmlInputElement>().ok())
+            .collect()
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+mod boxes {
+    use uuid::Uuid;
+
+    pub fn ticked() -> Vec<(Uuid, String)> {
+        Vec::new()
+    }
+
+    pub fn tick_all(_on: bool) {}
+
+    pub fn count() -> usize {
+        0
+    }
 }
 
 /// Fires whenever a checkbox of the page changes or a live update morphed the page (rows
@@ -251,28 +272,17 @@ fn SelectAll() -> impl IntoView {
     let changes = selection_changes();
     let all_ticked = move || {
         changes.track();
-        let ticked = ticked().len();
-        ticked > 0 && ticked == count_boxes()
+        let ticked = boxes::ticked().len();
+        ticked > 0 && ticked == boxes::count()
     };
     view! {
         <input
             type="checkbox"
             aria-label="Select all"
             prop:checked=all_ticked
-            on:change=move |ev| tick_all(event_target_checked(&ev))
+            on:change=move |ev| boxes::tick_all(event_target_checked(&ev))
         />
     }
-}
-
-fn count_boxes() -> usize {
-    #[cfg(feature = "hydrate")]
-    {
-        document()
-            .query_selector_all(&format!("input[name={SELECTED}]"))
-            .map_or(0, |found| found.length() as usize)
-    }
-    #[cfg(not(feature = "hydrate"))]
-    0
 }
 
 /// "Reconcile selected", and what the last bulk reconciliation came to.
@@ -293,11 +303,11 @@ fn ReconcileSelected() -> impl IntoView {
     });
     let none_chosen = Signal::derive(move || {
         changes.track();
-        ticked().is_empty() || reconcile.pending().get()
+        boxes::ticked().is_empty() || reconcile.pending().get()
     });
     let on_reconcile = Callback::new(move |_reason: String| {
-        reconcile.dispatch(ticked());
-        tick_all(false);
+        reconcile.dispatch(boxes::ticked());
+        boxes::tick_all(false);
     });
     view! {
         <div class="bulk">
