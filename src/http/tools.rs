@@ -3,6 +3,7 @@
 use app::domain::{Permission, ToolName, ToolPolicy};
 use app::ledger::RegisteredTool;
 use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, Utc};
@@ -24,7 +25,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A tool as answered: its policy, flattened, plus what idem can promise for it.
-#[derive(Clone, Serialize, utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ToolView {
     name: ToolName,
     #[serde(flatten)]
@@ -52,19 +53,14 @@ impl From<RegisteredTool> for ToolView {
 /// where a client written from the contract looks for it), and the same again under `tool`,
 /// the shape this server answered first.
 #[derive(Serialize, utoipa::ToSchema)]
-struct ToolBody {
+struct ToolBody<'a> {
     #[serde(flatten)]
-    fields: ToolView,
-    tool: ToolView,
+    fields: &'a ToolView,
+    tool: &'a ToolView,
 }
 
-impl From<ToolView> for ToolBody {
-    fn from(tool: ToolView) -> Self {
-        Self {
-            fields: tool.clone(),
-            tool,
-        }
-    }
+fn tool_answer(tool: &ToolView) -> AppJson<ToolBody<'_>> {
+    AppJson(ToolBody { fields: tool, tool })
 }
 
 /// Every registered tool.
@@ -129,7 +125,7 @@ async fn read(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
-) -> ApiResult<AppJson<ToolBody>> {
+) -> ApiResult<Response> {
     may_read(&caller)?;
     let (name, policy, registered) = state.ledger.tool(&name).await?;
     let tool = ToolView {
@@ -140,7 +136,7 @@ async fn read(
         created_at: None,
         updated_at: None,
     };
-    Ok(AppJson(ToolBody::from(tool)))
+    Ok(tool_answer(&tool).into_response())
 }
 
 /// Registers a tool, or replaces its policy. Every field may be left out for its default.
@@ -173,7 +169,7 @@ async fn register(
     address: ClientAddress,
     Path(name): Path<String>,
     AppJson(body): AppJson<Value>,
-) -> ApiResult<AppJson<ToolBody>> {
+) -> ApiResult<Response> {
     let policy: ToolPolicy = serde_json::from_value(body)
         .map_err(|e| ApiError::bad_request("invalid_tool_policy", e.to_string()))?;
     let by = person.acting(address);
@@ -181,5 +177,5 @@ async fn register(
         .admin_actions
         .register_tool(&by, &name, policy)
         .await?;
-    Ok(AppJson(ToolBody::from(ToolView::from(tool))))
+    Ok(tool_answer(&ToolView::from(tool)).into_response())
 }

@@ -52,17 +52,16 @@ fn header_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
 /// bare key: a well-formed string is the key inside its quotes; anything else is the key as
 /// it is.
 fn unquoted(header: &str) -> String {
-    let item = header
+    let string = |item: sfv::Item| {
+        let key = item.bare_item.as_string()?.as_str().to_owned();
+        item.params.is_empty().then_some(key)
+    };
+    header
         .starts_with('"')
         .then(|| sfv::Parser::new(header).parse::<sfv::Item>().ok())
-        .flatten();
-    match item {
-        Some(item) if item.params.is_empty() => match item.bare_item.as_string() {
-            Some(key) => key.as_str().to_owned(),
-            None => header.to_owned(),
-        },
-        _ => header.to_owned(),
-    }
+        .flatten()
+        .and_then(string)
+        .unwrap_or_else(|| header.to_owned())
 }
 
 /// `{"operation", "lease"}`: the caller must now execute the tool, then report. Serialized
