@@ -14,6 +14,7 @@ mod pgbench;
 mod report;
 mod runner;
 mod scenario;
+mod sequential;
 mod targets;
 mod throughput;
 
@@ -126,6 +127,9 @@ impl Collected {
 /// The floors and idem's throughput, on SQLite then PostgreSQL.
 async fn measure_throughput(args: &BenchArgs, collected: &mut Collected) -> anyhow::Result<()> {
     collected.rows.extend(throughput::http_floor(args).await?);
+    collected
+        .rows
+        .push(throughput::sequential_sqlite_floor(args).await?);
     let sqlite = TestDatabase::create(Backend::Sqlite).await;
     collected
         .rows

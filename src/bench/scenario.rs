@@ -31,6 +31,9 @@ pub enum Scenario {
     AxumHello,
     /// Floor: idem's claim and completion writes as plain SQL run by `pgbench` (PostgreSQL).
     PgbenchClaimComplete,
+    /// Floor: the same writes through rusqlite on one SQLite connection, one pair after
+    /// another, each transaction committed with its own fsync (no group commit).
+    SequentialSqliteClaimComplete,
     /// idem over HTTP: claim a new key, then complete it.
     IdemNew,
     /// idem over HTTP: new claim+complete started at half of the peak `IdemNew` rate, as
@@ -140,6 +143,7 @@ impl Scenario {
             Scenario::StoreClaimComplete => "floor: store claim+complete",
             Scenario::AxumHello => "floor: axum hello",
             Scenario::PgbenchClaimComplete => "floor: pgbench claim+complete",
+            Scenario::SequentialSqliteClaimComplete => "floor: sequential rusqlite claim+complete",
             Scenario::IdemNew => "idem: new claim+complete",
             Scenario::IdemNewHalfPeak => "idem: new claim+complete, open loop at half of peak",
             Scenario::IdemClaimHalfPeak => "idem: its claims alone, open loop at half of peak",
@@ -154,7 +158,10 @@ impl Scenario {
     pub fn is_floor(self) -> bool {
         matches!(
             self,
-            Scenario::StoreClaimComplete | Scenario::AxumHello | Scenario::PgbenchClaimComplete
+            Scenario::StoreClaimComplete
+                | Scenario::AxumHello
+                | Scenario::PgbenchClaimComplete
+                | Scenario::SequentialSqliteClaimComplete
         )
     }
 
@@ -162,9 +169,10 @@ impl Scenario {
     /// the bare HTTP stack for answers that (should) only read.
     pub fn floor(self) -> Option<Scenario> {
         match self {
-            Scenario::StoreClaimComplete | Scenario::AxumHello | Scenario::PgbenchClaimComplete => {
-                None
-            }
+            Scenario::StoreClaimComplete
+            | Scenario::AxumHello
+            | Scenario::PgbenchClaimComplete
+            | Scenario::SequentialSqliteClaimComplete => None,
             Scenario::IdemNew | Scenario::IdemMixed => Some(Scenario::StoreClaimComplete),
             Scenario::IdemReplay | Scenario::IdemDuplicateStorm => Some(Scenario::AxumHello),
             Scenario::IdemNewHalfPeak | Scenario::IdemClaimHalfPeak | Scenario::Dashboard(_) => {

@@ -11,7 +11,9 @@ use super::pgbench;
 use super::report::{Row, RunResult};
 use super::runner::{self, Measurement, Workload};
 use super::scenario::{Engine, Scenario};
+use super::sequential::SequentialSqlite;
 use super::BenchArgs;
+use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
 
 /// The axum floor: no database.
@@ -59,6 +61,31 @@ pub async fn pgbench_floor(url: &str, args: &BenchArgs) -> Result<Vec<Row>, Stri
         rows.push(Row::from_runs(scenario, engine, concurrency, &runs));
     }
     Ok(rows)
+}
+
+/// The sequential SQLite floor, on a fresh database file of its own that idem migrated;
+/// one task, whatever `--concurrency` says (it is the floor of a writer without group commit).
+pub async fn sequential_sqlite_floor(args: &BenchArgs) -> anyhow::Result<Row> {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    Database::open(database.url()).await?.close().await;
+    let path = database
+        .sqlite_path()
+        .context("a SQLite test database has a file")?
+        .to_owned();
+    let measure = Measure::new(
+        Scenario::SequentialSqliteClaimComplete,
+        Some(Engine::Sqlite),
+        1,
+        args,
+    );
+    let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
+        let floor = SequentialSqlite::open(&path).context("opening the sequential floor")?;
+        let workload: Arc<dyn Workload> = Arc::new(floor);
+        Ok(workload)
+    };
+    let row = measure.run(workload).await;
+    drop(database);
+    row
 }
 
 /// The store floor, then idem over HTTP, on one fresh database.

@@ -87,10 +87,22 @@ macro_rules! impl_ledger_store {
         }
 
         fn push_insert(sql: &mut sqlx::QueryBuilder<'_, $db>, operation: &Operation) {
-            let v = OperationValues::from(operation);
-            sql.push(format_args!("insert into operations ({OPERATION_COLUMNS}) values ("));
-            let mut values = sql.separated(", ");
-            values
+            push_insert_head(sql);
+            push_operation_row(sql, operation);
+        }
+
+        /// The start of an insert of operations, rows to follow.
+        fn push_insert_head(sql: &mut sqlx::QueryBuilder<'_, $db>) {
+            sql.push(format_args!(
+                "insert into operations ({CREATED_COLUMNS}, {UPDATED_COLUMNS}) values "
+            ));
+        }
+
+        /// `(…)`: the operation's values in the order of `push_insert_head`'s columns.
+        fn push_operation_row(sql: &mut sqlx::QueryBuilder<'_, $db>, operation: &Operation) {
+            let v = CreatedValues::from(operation);
+            sql.push("(");
+            sql.separated(", ")
                 .push_bind(v.id)
                 .push_bind(v.namespace)
                 .push_bind(v.key)
@@ -101,6 +113,25 @@ macro_rules! impl_ledger_store {
                 .push_bind(v.args)
                 .push_bind(v.run_id)
                 .push_bind(v.step)
+                .push_bind(v.created_at)
+                .push_bind(v.runner)
+                .push_bind(v.ttl_seconds);
+            sql.push(", ");
+            push_updated_values(sql, UpdatedValues::from(operation));
+            sql.push(")");
+        }
+
+        /// The guarded transition: applies only while the stored status is `expected_status`.
+        fn push_update(sql: &mut sqlx::QueryBuilder<'_, $db>, after: &Operation, expected_status: String) {
+            sql.push(format_args!("update operations set ({UPDATED_COLUMNS}) = ("));
+            push_updated_values(sql, UpdatedValues::from(after));
+            sql.push(") where id = ").push_bind(after.id)
+                .push(" and status = ").push_bind(expected_status);
+        }
+
+        /// The values of `UPDATED_COLUMNS`, in their order, separated by `, `.
+        fn push_updated_values(sql: &mut sqlx::QueryBuilder<'_, $db>, v: UpdatedValues) {
+            sql.separated(", ")
                 .push_bind(v.status)
                 .push_bind(v.attempt)
                 .push_bind(v.result)
@@ -109,41 +140,14 @@ macro_rules! impl_ledger_store {
                 .push_bind(v.provider_ref)
                 .push_bind(v.lease_token)
                 .push_bind(v.lease_expires_at)
-                .push_bind(v.created_at)
                 .push_bind(v.updated_at)
                 .push_bind(v.completed_at)
                 .push_bind(v.expires_at)
                 .push_bind(v.approval)
                 .push_bind(v.approval_expires_at)
-                .push_bind(v.runner)
                 .push_bind(v.unknown_since)
                 .push_bind(v.reconcile_attempts)
-                .push_bind(v.next_reconcile_at)
-                .push_bind(v.ttl_seconds)
-                .push_unseparated(")");
-        }
-
-        /// The guarded transition: applies only while the stored status is `expected_status`.
-        fn push_update(sql: &mut sqlx::QueryBuilder<'_, $db>, after: &Operation, expected_status: String) {
-            let v = OperationValues::from(after);
-            sql.push("update operations set status = ").push_bind(v.status)
-                .push(", attempt = ").push_bind(v.attempt)
-                .push(", result = ").push_bind(v.result)
-                .push(", error = ").push_bind(v.error)
-                .push(", retryable = ").push_bind(v.retryable)
-                .push(", provider_ref = ").push_bind(v.provider_ref)
-                .push(", lease_token = ").push_bind(v.lease_token)
-                .push(", lease_expires_at = ").push_bind(v.lease_expires_at)
-                .push(", updated_at = ").push_bind(v.updated_at)
-                .push(", completed_at = ").push_bind(v.completed_at)
-                .push(", expires_at = ").push_bind(v.expires_at)
-                .push(", approval = ").push_bind(v.approval)
-                .push(", approval_expires_at = ").push_bind(v.approval_expires_at)
-                .push(", unknown_since = ").push_bind(v.unknown_since)
-                .push(", reconcile_attempts = ").push_bind(v.reconcile_attempts)
-                .push(", next_reconcile_at = ").push_bind(v.next_reconcile_at)
-                .push(" where id = ").push_bind(v.id)
-                .push(" and status = ").push_bind(expected_status);
+                .push_bind(v.next_reconcile_at);
         }
 
         /// Events per insert statement: five parameters a row, well under either
@@ -155,13 +159,25 @@ macro_rules! impl_ledger_store {
 
         /// Appends `values (…), (…)` for `events` (at most `EVENTS_PER_STATEMENT`).
         fn push_event_rows<'a>(sql: &mut sqlx::QueryBuilder<'a, $db>, events: &'a [Event]) {
-            sql.push_values(events, |mut row, event| {
-                row.push_bind(event.operation_id)
+            sql.push("values ");
+            push_event_tuples(sql, events);
+        }
+
+        /// Appends `(…), (…)` for `events`, in the columns of `INSERT_EVENTS`.
+        fn push_event_tuples<'a>(sql: &mut sqlx::QueryBuilder<'a, $db>, events: &'a [Event]) {
+            for (n, event) in events.iter().enumerate() {
+                if n > 0 {
+                    sql.push(", ");
+                }
+                sql.push("(");
+                sql.separated(", ")
+                    .push_bind(event.operation_id)
                     .push_bind(event.at)
                     .push_bind(event.kind.as_str())
                     .push_bind(&event.actor)
-                    .push_bind(Json(&event.detail));
-            });
+                    .push_bind(Json(&event.detail))
+                    .push_unseparated(")");
+            }
         }
 
         /// Inserts events, many rows per statement (a statement costs far more than a row).

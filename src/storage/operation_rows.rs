@@ -203,8 +203,19 @@ impl TryFrom<EventRow> for Event {
     }
 }
 
-/// The columns of an operation as values to bind, in the order of `OPERATION_COLUMNS`.
-pub struct OperationValues {
+/// The columns of an operation that no transition changes, in the order
+/// `push_operation_row` binds them before `UPDATED_COLUMNS`.
+pub const CREATED_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, \
+    args, run_id, step, created_at, runner, ttl_seconds";
+
+/// The columns a transition of an operation may change (all but its identity, its
+/// request and its creation), in the order `push_updated_values` binds them.
+pub const UPDATED_COLUMNS: &str = "status, attempt, result, error, retryable, provider_ref, \
+    lease_token, lease_expires_at, updated_at, completed_at, expires_at, approval, \
+    approval_expires_at, unknown_since, reconcile_attempts, next_reconcile_at";
+
+/// The values of `CREATED_COLUMNS`, to bind.
+pub struct CreatedValues {
     pub id: Uuid,
     pub namespace: String,
     pub key: String,
@@ -215,28 +226,12 @@ pub struct OperationValues {
     pub args: Json<Value>,
     pub run_id: Option<String>,
     pub step: Option<i64>,
-    pub status: String,
-    pub attempt: i32,
-    pub result: Option<Json<Value>>,
-    pub error: Option<Json<Value>>,
-    pub retryable: bool,
-    pub provider_ref: Option<String>,
-    pub lease_token: Option<String>,
-    pub lease_expires_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub completed_at: Option<DateTime<Utc>>,
-    pub expires_at: DateTime<Utc>,
-    pub approval: Option<Json<Approval>>,
-    pub approval_expires_at: Option<DateTime<Utc>>,
     pub runner: String,
-    pub unknown_since: Option<DateTime<Utc>>,
-    pub reconcile_attempts: i32,
-    pub next_reconcile_at: Option<DateTime<Utc>>,
     pub ttl_seconds: i64,
 }
 
-impl From<&Operation> for OperationValues {
+impl From<&Operation> for CreatedValues {
     fn from(op: &Operation) -> Self {
         Self {
             id: op.id,
@@ -249,6 +244,36 @@ impl From<&Operation> for OperationValues {
             args: Json(op.args.clone()),
             run_id: op.run_id.clone(),
             step: op.step.map(|step| i64::try_from(step).unwrap_or(i64::MAX)),
+            created_at: op.created_at,
+            runner: to_text(&op.runner),
+            ttl_seconds: i64::from(op.ttl_seconds),
+        }
+    }
+}
+
+/// The values of `UPDATED_COLUMNS`, to bind.
+pub struct UpdatedValues {
+    pub status: String,
+    pub attempt: i32,
+    pub result: Option<Json<Value>>,
+    pub error: Option<Json<Value>>,
+    pub retryable: bool,
+    pub provider_ref: Option<String>,
+    pub lease_token: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub expires_at: DateTime<Utc>,
+    pub approval: Option<Json<Approval>>,
+    pub approval_expires_at: Option<DateTime<Utc>>,
+    pub unknown_since: Option<DateTime<Utc>>,
+    pub reconcile_attempts: i32,
+    pub next_reconcile_at: Option<DateTime<Utc>>,
+}
+
+impl From<&Operation> for UpdatedValues {
+    fn from(op: &Operation) -> Self {
+        Self {
             status: to_text(&op.status),
             attempt: i32::try_from(op.attempt).unwrap_or(i32::MAX),
             result: op.result.clone().map(Json),
@@ -257,17 +282,14 @@ impl From<&Operation> for OperationValues {
             provider_ref: op.provider_ref.clone(),
             lease_token: op.lease.as_ref().map(|lease| lease.token.clone()),
             lease_expires_at: op.lease.as_ref().map(|lease| lease.expires_at),
-            created_at: op.created_at,
             updated_at: op.updated_at,
             completed_at: op.completed_at,
             expires_at: op.expires_at,
             approval: op.approval.clone().map(Json),
             approval_expires_at: op.approval_expires_at,
-            runner: to_text(&op.runner),
             unknown_since: op.unknown_since,
             reconcile_attempts: i32::try_from(op.reconcile_attempts).unwrap_or(i32::MAX),
             next_reconcile_at: op.next_reconcile_at,
-            ttl_seconds: i64::from(op.ttl_seconds),
         }
     }
 }

@@ -58,6 +58,24 @@ fn a_target_is_met_not_met_or_not_measured() {
 }
 
 #[test]
+fn the_sequential_floor_measured_in_the_run_replaces_the_issues() {
+    let sqlite = Some(Engine::Sqlite);
+    let new_at_64 = row(Scenario::IdemNew, sqlite, 64, 5_000.0);
+    let without = targets(std::slice::from_ref(&new_at_64), &[], &PeerRates::default());
+    let issue = find(&without, "SQLite new claim+complete at 64 ≥ 2× sequential");
+    assert_eq!(issue.reference.source, Source::Issue);
+    assert_eq!(issue.verdict, Verdict::NotMet, "5 000 < 2 × 2 900");
+
+    let floor = row(Scenario::SequentialSqliteClaimComplete, sqlite, 1, 2_000.0);
+    let with = targets(&[new_at_64, floor], &[], &PeerRates::default());
+    let measured = find(&with, "SQLite new claim+complete at 64 ≥ 2× sequential");
+    assert_eq!(measured.reference.source, Source::ThisRun);
+    assert_eq!(measured.ratio, Some(2.5));
+    assert_eq!(measured.verdict, Verdict::Met);
+    assert!(markdown(&with).contains("(the issue measured 2900/s): 2000/s"));
+}
+
+#[test]
 fn peers_measured_in_the_run_replace_the_issues_rates() {
     let rows = vec![row(Scenario::IdemNew, Some(Engine::Sqlite), 64, 7_500.0)];
     let peers = PeerRates {

@@ -25,7 +25,8 @@ use super::PostgresStore;
 use crate::storage::kept_rows::{KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
 use crate::storage::operation_rows::{
-    list_query, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
+    list_query, to_text, CreatedValues, EventRow, OperationRow, ToolRow, UpdatedValues,
+    CREATED_COLUMNS, OPERATION_COLUMNS, UPDATED_COLUMNS,
 };
 use crate::storage::quiet_events::EventSink;
 use crate::storage::store_error;

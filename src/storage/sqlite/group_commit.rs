@@ -12,15 +12,20 @@
 //! back and each of its changes is committed alone, so each gets its own answer.
 //!
 //! Each statement is a trip to sqlx's SQLite thread and back (a thread woken, a thread
-//! parked), which costs more than many a statement's own work. So a change that is only a
-//! list of statements (no read between them: a new key's claim, a completion decided from a
-//! read) says so (`Listed`), and the writer stages the listed changes that have the same
-//! shape (the same text) together, as one longer list, in one trip. The changes of one
-//! batch are all still unanswered, so none of their callers can have relied on another's
+//! parked), and within a trip each statement's result is one more message that wakes the
+//! writer: both cost more than many a statement's own work. So a change that is only rows
+//! to write with no read between them (a new key's claim, a completion decided from a read)
+//! says so (`Listed`), and the writer stages the listed changes that have the same shape
+//! together: each of the shape's statements once, with the rows of all of them (a
+//! multi-row insert, an `update … from (values …)`), in one trip. The changes of one batch
+//! are all still unanswered, so none of their callers can have relied on another's
 //! outcome: any order of them is an order a single writer could have taken, and the writer
 //! takes the listed ones after the others, grouped by shape. Lists come in lengths 1, 2,
-//! 4, 8 and 16 changes, so their texts stay few and sqlx keeps each prepared (a new text is
-//! prepared afresh, which costs more than the trips it saves).
+//! 4 … 64 changes, so their texts stay few and sqlx keeps each prepared (a new text is
+//! prepared afresh, which costs more than the trips it saves). A list either applies
+//! every change's rows or it is refused as a whole: the batch is rolled back and its changes
+//! are committed one by one, where each is answered on its own (a list of one may also find
+//! its guard held it back).
 
 use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
@@ -38,8 +43,10 @@ use crate::storage::{store_error, Staging};
 /// ones before it.
 const MAX_BATCH: usize = 256;
 
-/// The most listed changes staged in one trip (a power of two; see the module's note).
-const MAX_LIST: usize = 16;
+/// The most listed changes staged in one trip (a power of two; see the module's note). A
+/// new key's claim binds 29 values and its event 5: 64 of them stay far below SQLite's limit
+/// of 32,766 per statement.
+const MAX_LIST: usize = 64;
 
 /// Queues changes for the writer task. Cheap to clone.
 #[derive(Clone)]
@@ -116,23 +123,39 @@ impl GroupCommit {
     }
 }
 
-/// A change that is one list of statements with no read between them, whose answer follows
-/// from the rows each statement changed.
-pub(crate) trait Listed: Send + 'static {
-    type Output: Send + 'static;
-
-    /// What the change's statements look like: changes of the same shape must append the
-    /// same text, so that a list of them is a text sqlx has prepared before. (Were they
-    /// not, the list would still be right, only prepared afresh.)
+/// A change that is only rows to write, with no read between them, written by statements
+/// that changes of the same shape share: a list of such changes runs each statement once,
+/// with the rows of all of them.
+pub(crate) trait ListedRows: Send + Sync {
+    /// What the change's statements look like: changes of the same shape must write the same
+    /// text, so that a list of them is a text sqlx has prepared before. (Were they not, the
+    /// list would still be right, only prepared afresh.)
     fn shape(&self) -> Shape;
 
-    /// Appends the change's statements, separated by `;`, to an empty list or after a `;`;
-    /// returns how many. The same change must always append the same text.
-    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize;
+    /// How many statements the shape runs.
+    fn statements(&self) -> usize;
 
-    /// The answer and the changes to publish, from the rows each statement changed (in
-    /// order). An error rolls back the batch, and the change is then staged alone.
-    fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError>;
+    /// Appends the text of statement `index` that comes before the rows.
+    fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>);
+
+    /// Appends this change's rows of statement `index`: one or more `(…)`, separated by `, `.
+    fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>);
+
+    /// Appends the text of statement `index` that comes after the rows; `before` is how many
+    /// rows the statement before changes when every change of the list applies.
+    fn push_tail(&self, index: usize, before: u64, sql: &mut QueryBuilder<'_, Sqlite>);
+
+    /// How many rows statement `index` changes for this change when it applies.
+    fn rows(&self, index: usize) -> u64;
+}
+
+/// A listed change and its answer.
+pub(crate) trait Listed: ListedRows + 'static {
+    type Output: Send + 'static;
+
+    /// The answer and the changes to publish: `applied` when its rows were written, else its
+    /// guard held it back and nothing was staged.
+    fn answer(&self, applied: bool) -> Result<(Self::Output, Vec<OperationChange>), StoreError>;
 }
 
 /// A listed change's kind and how many events it writes: together, its statements' text.
@@ -221,11 +244,9 @@ fn answer<T>(
 }
 
 trait ListedJob: Send {
-    fn shape(&self) -> Shape;
-    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize;
-    /// Takes the change's answer from the rows its statements changed; may be called again
-    /// after a rollback.
-    fn take_rows(&mut self, rows: &[u64]) -> Result<Vec<OperationChange>, StoreError>;
+    fn rows(&self) -> &dyn ListedRows;
+    /// Takes the change's answer; may be called again after a rollback.
+    fn take(&mut self, applied: bool) -> Result<Vec<OperationChange>, StoreError>;
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>);
 }
 
@@ -236,16 +257,12 @@ struct ListedPending<L: Listed> {
 }
 
 impl<L: Listed> ListedJob for ListedPending<L> {
-    fn shape(&self) -> Shape {
-        self.change.shape()
+    fn rows(&self) -> &dyn ListedRows {
+        &self.change
     }
 
-    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
-        self.change.push(sql)
-    }
-
-    fn take_rows(&mut self, rows: &[u64]) -> Result<Vec<OperationChange>, StoreError> {
-        let (output, changes) = self.change.answer(rows)?;
+    fn take(&mut self, applied: bool) -> Result<Vec<OperationChange>, StoreError> {
+        let (output, changes) = self.change.answer(applied)?;
         self.output = Some(output);
         Ok(changes)
     }
@@ -353,14 +370,18 @@ async fn stage_listed(
     mut listed: Vec<&mut Box<dyn ListedJob>>,
     counts: &Counts,
 ) -> Result<Vec<OperationChange>, StoreError> {
-    listed.sort_by_key(|job| job.shape());
+    listed.sort_by_key(|job| job.rows().shape());
     let mut changes = Vec::new();
-    for same_shape in listed.chunk_by_mut(|a, b| a.shape() == b.shape()) {
+    for same_shape in listed.chunk_by_mut(|a, b| a.rows().shape() == b.rows().shape()) {
         let mut rest = same_shape;
         while !rest.is_empty() {
             let length = MAX_LIST.min(1 << rest.len().ilog2());
             let (list, after) = rest.split_at_mut(length);
-            changes.extend(stage_list(tx, list).await?);
+            let rows: Vec<&dyn ListedRows> = list.iter().map(|job| job.rows()).collect();
+            let applied = stage_list(tx, &rows).await?;
+            for job in list.iter_mut() {
+                changes.extend(job.take(applied)?);
+            }
             counts.lists.fetch_add(1, Ordering::Relaxed);
             rest = after;
         }
@@ -368,40 +389,47 @@ async fn stage_listed(
     Ok(changes)
 }
 
-/// Stages the changes as one list of statements, in one trip.
-async fn stage_list(
+/// Stages changes of one shape as one list, in one trip: whether their rows were written
+/// (`false` only for a list of one whose guard held it back, with nothing staged); a list
+/// whose statements changed other numbers of rows is `Stale`, to be rolled back.
+pub(crate) async fn stage_list(
     tx: &mut SqliteConnection,
-    list: &mut [&mut Box<dyn ListedJob>],
-) -> Result<Vec<OperationChange>, StoreError> {
-    let (rows, counts) = {
-        let mut sql = QueryBuilder::<Sqlite>::new("");
-        let mut counts = Vec::with_capacity(list.len());
-        for job in list.iter() {
-            if !sql.sql().is_empty() {
-                sql.push("; ");
-            }
-            counts.push(job.push(&mut sql));
-        }
-        (rows_per_statement(tx, sql).await?, counts)
+    list: &[&dyn ListedRows],
+) -> Result<bool, StoreError> {
+    let Some(first) = list.first() else {
+        return Ok(true);
     };
-    let statements: usize = counts.iter().sum();
-    if rows.len() != statements {
-        return Err(StoreError::Backend(
-            format!("a list of {statements} statements ran {}", rows.len()).into(),
-        ));
+    let statements = first.statements();
+    let expected: Vec<u64> = (0..statements)
+        .map(|index| list.iter().map(|change| change.rows(index)).sum())
+        .collect();
+    let mut sql = QueryBuilder::<Sqlite>::new("");
+    for index in 0..statements {
+        if index > 0 {
+            sql.push("; ");
+        }
+        first.push_head(index, &mut sql);
+        for (n, change) in list.iter().enumerate() {
+            if n > 0 {
+                sql.push(", ");
+            }
+            change.push_rows(index, &mut sql);
+        }
+        let before = index.checked_sub(1).map_or(0, |before| expected[before]);
+        first.push_tail(index, before, &mut sql);
     }
-    let mut changes = Vec::new();
-    let mut rest = rows.as_slice();
-    for (job, count) in list.iter_mut().zip(counts) {
-        let (own, after) = rest.split_at(count);
-        changes.extend(job.take_rows(own)?);
-        rest = after;
+    let rows = rows_per_statement(tx, sql).await?;
+    if rows == expected {
+        Ok(true)
+    } else if list.len() == 1 && rows.iter().all(|&changed| changed == 0) {
+        Ok(false)
+    } else {
+        Err(StoreError::Stale)
     }
-    Ok(changes)
 }
 
 /// Runs a list of statements; the rows each changed, in order.
-pub(crate) async fn rows_per_statement(
+async fn rows_per_statement(
     tx: &mut SqliteConnection,
     mut sql: QueryBuilder<'_, Sqlite>,
 ) -> Result<Vec<u64>, StoreError> {
@@ -463,30 +491,45 @@ mod tests {
         }
     }
 
-    /// A listed change: inserts `n` and then `n + 1000` (unless there), and answers `n` only
-    /// if both statements changed one row.
+    /// A listed change: inserts `n` and then `n + 1000` (unless there); applied only if
+    /// both statements changed one row.
     struct ListedInsert(i64);
 
-    impl Listed for ListedInsert {
-        type Output = i64;
-
+    impl ListedRows for ListedInsert {
         fn shape(&self) -> Shape {
             ("insert n and n + 1000", 0)
         }
 
-        fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
-            sql.push("insert into effects (n) values (")
-                .push_bind(self.0)
-                .push("); insert or ignore into effects (n) values (")
-                .push_bind(self.0 + 1000)
-                .push(")");
+        fn statements(&self) -> usize {
             2
         }
 
-        fn answer(&self, rows: &[u64]) -> Result<(i64, Vec<OperationChange>), StoreError> {
-            match rows {
-                [1, 1] => Ok((self.0, Vec::new())),
-                _ => Err(StoreError::Stale),
+        fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>) {
+            sql.push(match index {
+                0 => "insert into effects (n) values ",
+                _ => "insert or ignore into effects (n) values ",
+            });
+        }
+
+        fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>) {
+            let n = if index == 0 { self.0 } else { self.0 + 1000 };
+            sql.push("(").push_bind(n).push(")");
+        }
+
+        fn push_tail(&self, _: usize, _: u64, _: &mut QueryBuilder<'_, Sqlite>) {}
+
+        fn rows(&self, _: usize) -> u64 {
+            1
+        }
+    }
+
+    impl Listed for ListedInsert {
+        type Output = i64;
+
+        fn answer(&self, applied: bool) -> Result<(i64, Vec<OperationChange>), StoreError> {
+            match applied {
+                true => Ok((self.0, Vec::new())),
+                false => Err(StoreError::Stale),
             }
         }
     }
@@ -549,8 +592,8 @@ mod tests {
             expected,
             "every statement of every answer"
         );
-        // One batch of 50 would be lists of 16, 16, 16 and 2; the writer may start before
-        // all are queued, so only "far fewer than one each" is certain.
+        // One batch of 50 would be lists of 32, 16 and 2; the writer may start before all
+        // are queued, so only "far fewer than one each" is certain.
         assert!(
             writer.lists() < 25,
             "50 listed changes took {} lists",
@@ -582,10 +625,11 @@ mod tests {
         );
     }
 
-    /// A listed change's answer sees the rows of its own statements, not its neighbours':
-    /// one whose second statement changes nothing is refused, and only it is rolled back.
+    /// A list whose statements changed fewer rows than its changes write is rolled back and
+    /// its changes are committed one by one: one whose second statement changes nothing is
+    /// refused, alone.
     #[tokio::test]
-    async fn a_listed_change_is_answered_from_the_rows_of_its_own_statements() {
+    async fn a_listed_change_that_changes_too_few_rows_is_refused_alone() {
         let (_db, pool, writer) = started().await;
         sqlx::query("insert into effects (n) values (1003)")
             .execute(&pool)

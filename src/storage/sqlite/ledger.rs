@@ -14,15 +14,16 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use uuid::Uuid;
 
-use super::group_commit::{GroupCommit, Listed, Shape};
+use super::group_commit::{GroupCommit, Listed, ListedRows, Shape};
 use super::SqliteStore;
 use crate::storage::kept_rows::{self, KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
 use crate::storage::operation_rows::{
-    list_query, to_text, EventRow, OperationRow, OperationValues, ToolRow, OPERATION_COLUMNS,
+    list_query, to_text, CreatedValues, EventRow, OperationRow, ToolRow, UpdatedValues,
+    CREATED_COLUMNS, OPERATION_COLUMNS, UPDATED_COLUMNS,
 };
 use crate::storage::quiet_events::EventSink;
 use crate::storage::{store_error, Staging};
@@ -121,42 +122,45 @@ fn separate(sql: &mut QueryBuilder<'_, Sqlite>) {
     }
 }
 
-/// Appends the events of a guarded write, the statement before: they follow only if it
-/// changed its row (`changes()`: the rows the statement before changed). How many
-/// statements that appended.
-fn push_guarded_events<'a>(sql: &mut QueryBuilder<'a, Sqlite>, events: &'a [Event]) -> usize {
-    if events.is_empty() {
-        return 0;
-    }
-    sql.push("; ").push(INSERT_EVENTS).push("select * from (");
-    push_event_rows(sql, events);
-    sql.push(") where changes() = 1");
-    1
+/// The events statement of a listed change, after its guarded write: the events follow
+/// only if the write changed every row a list of such changes writes (`changes()`: the rows
+/// the statement before changed).
+const GUARDED_EVENTS_HEAD: &str =
+    "insert into operation_events (operation_id, at, kind, actor, detail) select * from (values ";
+
+fn push_guarded_events_tail(before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
+    sql.push(format_args!(") where changes() = {before}"));
 }
 
-/// Whether a guarded write and its events were staged, from the rows they changed:
-/// `false`, with nothing staged, when the guard held the write back.
-fn guarded_outcome(rows: &[u64], events: usize) -> Result<bool, StoreError> {
-    match rows.iter().sum::<u64>() {
-        0 => Ok(false),
-        changed if changed == 1 + events as u64 => Ok(true),
-        _ => Err(StoreError::Stale),
+/// A listed change's statements: its guarded write, then its events if it has any.
+fn guarded_statements(events: &[Event]) -> usize {
+    if events.is_empty() {
+        1
+    } else {
+        2
+    }
+}
+
+/// The rows a guarded write (statement 0) and its events (statement 1) change when applied.
+fn guarded_rows(index: usize, events: &[Event]) -> u64 {
+    match index {
+        0 => 1,
+        _ => events.len() as u64,
     }
 }
 
 /// The decision and its changes if its guarded write and events were staged, else `None`.
 fn guarded_answer<T: Clone>(
-    rows: &[u64],
-    events: &[Event],
+    applied: bool,
     decision: &Decision<T>,
-) -> Result<(Option<Decision<T>>, Vec<OperationChange>), StoreError> {
-    Ok(match guarded_outcome(rows, events.len())? {
+) -> (Option<Decision<T>>, Vec<OperationChange>) {
+    match applied {
         true => (
             Some(decision.clone()),
             OperationChange::of_writes(&decision.writes),
         ),
         false => (None, Vec::new()),
-    })
+    }
 }
 
 /// A claim whose key had no live operation when it was read outside the writer: most likely
@@ -201,21 +205,53 @@ impl NewKeyClaim {
     }
 }
 
-impl Listed for NewKeyClaim {
-    type Output = Option<Decision<Claim>>;
-
+/// A list of new keys' claims: one multi-row insert of their operations, each row doing
+/// nothing if its key has a live operation, then one insert of their events.
+impl ListedRows for NewKeyClaim {
     fn shape(&self) -> Shape {
         ("new key's claim", self.events.len())
     }
 
-    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
-        push_insert(sql, &self.operation);
-        sql.push(" on conflict do nothing");
-        1 + push_guarded_events(sql, &self.events)
+    fn statements(&self) -> usize {
+        guarded_statements(&self.events)
     }
 
-    fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
-        guarded_answer(rows, &self.events, &self.decision)
+    fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>) {
+        match index {
+            0 => push_insert_head(sql),
+            _ => {
+                sql.push(GUARDED_EVENTS_HEAD);
+            }
+        }
+    }
+
+    fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>) {
+        match index {
+            0 => push_operation_row(sql, &self.operation),
+            _ => push_event_tuples(sql, &self.events),
+        }
+    }
+
+    fn push_tail(&self, index: usize, before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
+        match index {
+            0 => sql.push(" on conflict do nothing"),
+            _ => {
+                push_guarded_events_tail(before, sql);
+                sql
+            }
+        };
+    }
+
+    fn rows(&self, index: usize) -> u64 {
+        guarded_rows(index, &self.events)
+    }
+}
+
+impl Listed for NewKeyClaim {
+    type Output = Option<Decision<Claim>>;
+
+    fn answer(&self, applied: bool) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
+        Ok(guarded_answer(applied, &self.decision))
     }
 }
 
@@ -270,7 +306,8 @@ async fn report_from_read(
 /// status, or its lease (a takeover) and `updated_at`; so a row that still matches is the
 /// row decided on. Nothing is staged when it does not match.
 struct UnchangedUpdate<T> {
-    write: Write,
+    after: Operation,
+    expected_status: OperationStatus,
     lease_token: String,
     read_updated_at: DateTime<Utc>,
     events: Vec<Event>,
@@ -280,11 +317,16 @@ struct UnchangedUpdate<T> {
 impl<T> UnchangedUpdate<T> {
     /// The update, if the decision is one update of a leased operation.
     fn of(before: &Operation, decision: Decision<T>) -> Option<Self> {
-        let [write @ Write::Update { .. }] = decision.writes.as_slice() else {
+        let [Write::Update {
+            after,
+            expected_status,
+        }] = decision.writes.as_slice()
+        else {
             return None;
         };
         Some(Self {
-            write: write.clone(),
+            after: after.clone(),
+            expected_status: *expected_status,
             lease_token: before.lease.as_ref()?.token.clone(),
             read_updated_at: before.updated_at,
             events: decision.state_events(),
@@ -293,24 +335,77 @@ impl<T> UnchangedUpdate<T> {
     }
 }
 
-impl<T: Clone + Send + 'static> Listed for UnchangedUpdate<T> {
-    type Output = Option<Decision<T>>;
+/// A list of guarded updates: one `update … from (values …)` whose rows carry each
+/// operation's new values and what its decision read (status, lease, `updated_at`), then
+/// one insert of their events. The primary key's index is named (SQLite names the first
+/// key of a table `sqlite_autoindex_<table>_1`): without it SQLite 3.46 scans every
+/// operation for the join instead of looking each row up by id — milliseconds per list on
+/// a busy ledger. With it, SQLite must take that index or fail the statement.
+static UPDATE_UNCHANGED_HEAD: LazyLock<String> = LazyLock::new(|| {
+    let new_values: Vec<String> = (5..=20).map(|column| format!("v.column{column}")).collect();
+    format!(
+        "update operations indexed by sqlite_autoindex_operations_1 \
+         set ({UPDATED_COLUMNS}) = ({}) from (values ",
+        new_values.join(", ")
+    )
+});
 
+/// The guard: the row is still as the decision read it.
+const UPDATE_UNCHANGED_TAIL: &str = ") as v where operations.id = v.column1 \
+    and operations.status = v.column2 and operations.lease_token = v.column3 \
+    and operations.updated_at = v.column4";
+
+impl<T: Clone + Send + Sync + 'static> ListedRows for UnchangedUpdate<T> {
     fn shape(&self) -> Shape {
         ("update of an unchanged row", self.events.len())
     }
 
-    fn push<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> usize {
-        push_write(sql, &self.write);
-        sql.push(" and lease_token = ")
-            .push_bind(&self.lease_token)
-            .push(" and updated_at = ")
-            .push_bind(self.read_updated_at);
-        1 + push_guarded_events(sql, &self.events)
+    fn statements(&self) -> usize {
+        guarded_statements(&self.events)
     }
 
-    fn answer(&self, rows: &[u64]) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
-        guarded_answer(rows, &self.events, &self.decision)
+    fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>) {
+        match index {
+            0 => sql.push(UPDATE_UNCHANGED_HEAD.as_str()),
+            _ => sql.push(GUARDED_EVENTS_HEAD),
+        };
+    }
+
+    /// `(id, status read, lease read, updated_at read, the new values…)`.
+    fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>) {
+        if index > 0 {
+            return push_event_tuples(sql, &self.events);
+        }
+        sql.push("(");
+        sql.separated(", ")
+            .push_bind(self.after.id)
+            .push_bind(to_text(&self.expected_status))
+            .push_bind(&self.lease_token)
+            .push_bind(self.read_updated_at);
+        sql.push(", ");
+        push_updated_values(sql, UpdatedValues::from(&self.after));
+        sql.push(")");
+    }
+
+    fn push_tail(&self, index: usize, before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
+        match index {
+            0 => {
+                sql.push(UPDATE_UNCHANGED_TAIL);
+            }
+            _ => push_guarded_events_tail(before, sql),
+        }
+    }
+
+    fn rows(&self, index: usize) -> u64 {
+        guarded_rows(index, &self.events)
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> Listed for UnchangedUpdate<T> {
+    type Output = Option<Decision<T>>;
+
+    fn answer(&self, applied: bool) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
+        Ok(guarded_answer(applied, &self.decision))
     }
 }
 
@@ -391,7 +486,7 @@ mod tests {
     use crate::storage::conformance::ledger::{
         complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
     };
-    use crate::storage::sqlite::group_commit::rows_per_statement;
+    use crate::storage::sqlite::group_commit::stage_list;
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
 
@@ -429,9 +524,8 @@ mod tests {
                 Box::pin(async move {
                     let (late, first) = &*input;
                     stage_writes(tx, first, &[]).await?;
-                    let mut sql = QueryBuilder::new("");
-                    late.push(&mut sql);
-                    let (staged, _) = late.answer(&rows_per_statement(tx, sql).await?)?;
+                    let applied = stage_list(tx, &[late as &dyn ListedRows]).await?;
+                    let (staged, _) = late.answer(applied)?;
                     Ok((staged.is_some(), Vec::new()))
                 })
             })
