@@ -234,12 +234,11 @@ impl ListedRows for NewKeyClaim {
 
     fn push_tail(&self, index: usize, before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
         match index {
-            0 => sql.push(" on conflict do nothing"),
-            _ => {
-                push_guarded_events_tail(before, sql);
-                sql
+            0 => {
+                sql.push(" on conflict do nothing");
             }
-        };
+            _ => push_guarded_events_tail(before, sql),
+        }
     }
 
     fn rows(&self, index: usize) -> u64 {
