@@ -1,5 +1,7 @@
 //! The bench must count what really happened: its successes are what the ledger holds.
 
+use app::domain::OperationStatus;
+use app::ledger::{EventKind, OperationFilter};
 use sqlx::SqlitePool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +10,7 @@ use super::floors::StoreFloor;
 use super::idem::{IdemHttp, IdemServer};
 use super::runner::run_for;
 use super::scenario::Scenario;
+use super::sequential::SequentialSqlite;
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
 
@@ -50,4 +53,40 @@ async fn the_store_floor_is_counted_exactly_as_the_ledger_holds_it() {
     assert!(measured.ok > 0);
     assert_eq!(measured.errors, 0, "{:?}", measured.first_error);
     assert_eq!(succeeded_operations(database.url()).await, measured.ok);
+}
+
+/// The sequential floor writes what idem writes: every pair it counts is an operation idem
+/// reads back as succeeded, with its claimed and completed events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sequential_floor_writes_operations_idem_reads_as_its_own() {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    Database::open(database.url())
+        .await
+        .expect("migrate")
+        .close()
+        .await;
+    let path = database.sqlite_path().expect("a file").to_owned();
+    let workload = SequentialSqlite::open(&path).expect("open the floor");
+    let measured = run_for(Arc::new(workload), 1, Duration::from_millis(300)).await;
+
+    assert!(measured.ok > 0);
+    assert_eq!(measured.errors, 0, "{:?}", measured.first_error);
+    assert_eq!(succeeded_operations(database.url()).await, measured.ok);
+    let store = Database::open(database.url()).await.expect("open");
+    let ledger = store.ledger_store();
+    let newest = ledger
+        .list(&OperationFilter::default(), 1)
+        .await
+        .expect("idem lists the floor's operations");
+    let operation = newest.first().expect("one operation");
+    assert_eq!(operation.status, OperationStatus::Succeeded);
+    let kinds: Vec<EventKind> = ledger
+        .events(operation.id)
+        .await
+        .expect("its events")
+        .into_iter()
+        .map(|event| event.kind)
+        .collect();
+    assert_eq!(kinds, [EventKind::Claimed, EventKind::Completed]);
+    store.close().await;
 }
