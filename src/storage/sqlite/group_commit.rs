@@ -155,7 +155,7 @@ pub(crate) trait Listed: ListedRows + 'static {
 
     /// The answer and the changes to publish: `applied` when its rows were written, else its
     /// guard held it back and nothing was staged.
-    fn answer(&self, applied: bool) -> Result<(Self::Output, Vec<OperationChange>), StoreError>;
+    fn answer(&self, applied: bool) -> (Self::Output, Vec<OperationChange>);
 }
 
 /// A listed change's kind and how many events it writes: together, its statements' text.
@@ -246,7 +246,7 @@ fn answer<T>(
 trait ListedJob: Send {
     fn rows(&self) -> &dyn ListedRows;
     /// Takes the change's answer; may be called again after a rollback.
-    fn take(&mut self, applied: bool) -> Result<Vec<OperationChange>, StoreError>;
+    fn take(&mut self, applied: bool) -> Vec<OperationChange>;
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>);
 }
 
@@ -261,10 +261,10 @@ impl<L: Listed> ListedJob for ListedPending<L> {
         &self.change
     }
 
-    fn take(&mut self, applied: bool) -> Result<Vec<OperationChange>, StoreError> {
-        let (output, changes) = self.change.answer(applied)?;
+    fn take(&mut self, applied: bool) -> Vec<OperationChange> {
+        let (output, changes) = self.change.answer(applied);
         self.output = Some(output);
-        Ok(changes)
+        changes
     }
 
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>) {
@@ -380,7 +380,7 @@ async fn stage_listed(
             let rows: Vec<&dyn ListedRows> = list.iter().map(|job| job.rows()).collect();
             let applied = stage_list(tx, &rows).await?;
             for job in list.iter_mut() {
-                changes.extend(job.take(applied)?);
+                changes.extend(job.take(applied));
             }
             counts.lists.fetch_add(1, Ordering::Relaxed);
             rest = after;
@@ -524,13 +524,10 @@ mod tests {
     }
 
     impl Listed for ListedInsert {
-        type Output = i64;
+        type Output = Option<i64>;
 
-        fn answer(&self, applied: bool) -> Result<(i64, Vec<OperationChange>), StoreError> {
-            match applied {
-                true => Ok((self.0, Vec::new())),
-                false => Err(StoreError::Stale),
-            }
+        fn answer(&self, applied: bool) -> (Option<i64>, Vec<OperationChange>) {
+            (applied.then_some(self.0), Vec::new())
         }
     }
 
@@ -584,7 +581,10 @@ mod tests {
         let listed = (0..50).map(|n| writer.write_listed(ListedInsert(n)));
         let answers = futures_util::future::join_all(listed).await;
 
-        let answered: Vec<i64> = answers.into_iter().map(|a| a.expect("committed")).collect();
+        let answered: Vec<i64> = answers
+            .into_iter()
+            .map(|a| a.expect("committed").expect("applied"))
+            .collect();
         assert_eq!(answered, (0..50).collect::<Vec<_>>());
         let expected: Vec<i64> = (0..50).chain(1000..1050).collect();
         assert_eq!(

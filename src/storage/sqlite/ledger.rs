@@ -125,8 +125,9 @@ fn separate(sql: &mut QueryBuilder<'_, Sqlite>) {
 /// The events statement of a listed change, after its guarded write: the events follow
 /// only if the write changed every row a list of such changes writes (`changes()`: the rows
 /// the statement before changed).
-const GUARDED_EVENTS_HEAD: &str =
-    "insert into operation_events (operation_id, at, kind, actor, detail) select * from (values ";
+fn push_guarded_events_head(sql: &mut QueryBuilder<'_, Sqlite>) {
+    sql.push(INSERT_EVENTS).push("select * from (values ");
+}
 
 fn push_guarded_events_tail(before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
     sql.push(format_args!(") where changes() = {before}"));
@@ -219,9 +220,7 @@ impl ListedRows for NewKeyClaim {
     fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>) {
         match index {
             0 => push_insert_head(sql),
-            _ => {
-                sql.push(GUARDED_EVENTS_HEAD);
-            }
+            _ => push_guarded_events_head(sql),
         }
     }
 
@@ -249,8 +248,8 @@ impl ListedRows for NewKeyClaim {
 impl Listed for NewKeyClaim {
     type Output = Option<Decision<Claim>>;
 
-    fn answer(&self, applied: bool) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
-        Ok(guarded_answer(applied, &self.decision))
+    fn answer(&self, applied: bool) -> (Self::Output, Vec<OperationChange>) {
+        guarded_answer(applied, &self.decision)
     }
 }
 
@@ -365,9 +364,11 @@ impl<T: Clone + Send + Sync + 'static> ListedRows for UnchangedUpdate<T> {
 
     fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>) {
         match index {
-            0 => sql.push(UPDATE_UNCHANGED_HEAD.as_str()),
-            _ => sql.push(GUARDED_EVENTS_HEAD),
-        };
+            0 => {
+                sql.push(UPDATE_UNCHANGED_HEAD.as_str());
+            }
+            _ => push_guarded_events_head(sql),
+        }
     }
 
     /// `(id, status read, lease read, updated_at read, the new values…)`.
@@ -403,8 +404,8 @@ impl<T: Clone + Send + Sync + 'static> ListedRows for UnchangedUpdate<T> {
 impl<T: Clone + Send + Sync + 'static> Listed for UnchangedUpdate<T> {
     type Output = Option<Decision<T>>;
 
-    fn answer(&self, applied: bool) -> Result<(Self::Output, Vec<OperationChange>), StoreError> {
-        Ok(guarded_answer(applied, &self.decision))
+    fn answer(&self, applied: bool) -> (Self::Output, Vec<OperationChange>) {
+        guarded_answer(applied, &self.decision)
     }
 }
 
@@ -524,7 +525,7 @@ mod tests {
                     let (late, first) = &*input;
                     stage_writes(tx, first, &[]).await?;
                     let applied = stage_list(tx, &[late as &dyn ListedRows]).await?;
-                    let (staged, _) = late.answer(applied)?;
+                    let (staged, _) = late.answer(applied);
                     Ok((staged.is_some(), Vec::new()))
                 })
             })
