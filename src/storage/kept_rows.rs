@@ -16,6 +16,11 @@
 //! write a completion makes is guarded by the row's status, lease and time of last change
 //! (see the SQLite ledger's `stage_if_unchanged`), so a row that moved since it was kept is
 //! never overwritten; the completion is then decided again from the row under the lock.
+//!
+//! Third, keys seen with a live operation lately. Also only a hint: a claim of a key not
+//! among them is tried as a new key's insert without reading first (SQLite), and a key
+//! that is taken after all is read then; one among them is read first. A key that stopped
+//! being live since only costs its next claim that read.
 
 use app::domain::{IdempotencyKey, Namespace, OperationStatus};
 use app::ledger::{Decision, Operation, Write};
@@ -29,6 +34,10 @@ use uuid::Uuid;
 const MAX_AGE: Duration = Duration::from_secs(10);
 /// At most this many outcomes are kept (an operation with its result is a few kB at most).
 const CAPACITY: usize = 10_000;
+/// How long a key is remembered as live, and how many are: a key forgotten only costs its
+/// next claim one failed insert before the read.
+const LIVE_KEYS_MAX_AGE: Duration = Duration::from_secs(60);
+const LIVE_KEYS_CAPACITY: usize = 100_000;
 
 /// What a committed change wrote: a decision, or none (no such operation).
 pub trait MadeWrites {
@@ -51,6 +60,7 @@ impl<T> MadeWrites for Option<Decision<T>> {
 pub struct KeptRows {
     cache: ReadCache<(Namespace, IdempotencyKey), Operation>,
     leased: ReadCache<Uuid, Operation>,
+    live_keys: ReadCache<(Namespace, IdempotencyKey), ()>,
     /// Added to the process clock to decide from a kept row: zero where the process clock is
     /// the database's (SQLite), else the most the database's clock can be ahead of it, so
     /// that a kept outcome is never replayed past its end of life by the database's clock.
@@ -62,6 +72,7 @@ impl Default for KeptRows {
         Self {
             cache: ReadCache::new(MAX_AGE, CAPACITY),
             leased: ReadCache::new(MAX_AGE, CAPACITY),
+            live_keys: ReadCache::new(LIVE_KEYS_MAX_AGE, LIVE_KEYS_CAPACITY),
             clock_ahead_micros: AtomicI64::new(0),
         }
     }
@@ -121,6 +132,20 @@ impl KeptRows {
     /// the time to decide at. A hint, to be written only where the row is unchanged.
     pub fn leased(&self, id: Uuid) -> Option<(Operation, DateTime<Utc>)> {
         Some((self.leased.get(&id)?, now()))
+    }
+
+    /// Whether the key was seen with a live operation lately (see the module's note).
+    pub fn seen_live(&self, namespace: &Namespace, key: &IdempotencyKey) -> bool {
+        self.live_keys
+            .get(&(namespace.clone(), key.clone()))
+            .is_some()
+    }
+
+    /// Remembers that the key has a live operation: a read found it, or an insert found the
+    /// key taken.
+    pub fn saw_live(&self, namespace: &Namespace, key: &IdempotencyKey) {
+        let key = (namespace.clone(), key.clone());
+        self.live_keys.fill(self.live_keys.ticket(), key, ());
     }
 
     /// To be taken before reading a key's live operation.

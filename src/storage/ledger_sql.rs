@@ -23,9 +23,12 @@
 /// - `async fn stage_writes(&mut $conn, &[Write], &[Event])`: a decision's writes and its
 ///   state-changing events, `StoreError::Stale` when a write changed no row;
 /// - `async fn claim_new_key(&$store, &ClaimRequest, actor, &Fresh, read_at)`: a claim whose
-///   key had no live operation on the first read (at `read_at`), written without reading
-///   again; `None` when another claim took the key in between (nothing was written), and
-///   the claim is then decided from a locked read.
+///   key had no live operation on the first read (at `read_at`), or was not read (`None`),
+///   written without reading (again); `None` when the key is taken (nothing was written): a
+///   key read before is then decided from a locked read, an unread one is read first;
+/// - `fn may_skip_read(&$store, &ClaimRequest)`: whether a claim of a key nothing is kept of
+///   may go straight to `claim_new_key`, unread; `fn key_taken(&$store, &Namespace,
+///   &IdempotencyKey)`: a claim found the key live (the next ones should read first);
 /// - `async fn report_from_read(&$store, &Namespace, id, token, &Report, actor)`: a report
 ///   decided from an unlocked read and written only if the operation is unchanged, if the
 ///   backend can; `None` sends it to be decided under the lock.
@@ -47,6 +50,8 @@ pub(super) enum FirstRead {
     Decided(Decision<Claim>),
     /// No live operation at the time read: the key looks new.
     NewKey(DateTime<Utc>),
+    /// Not read: nothing is known of the key, and the backend tries it as new first.
+    Unread,
     /// The claim changes the operation; it is decided again under the write lock.
     MustWrite,
 }
@@ -300,10 +305,12 @@ macro_rules! impl_ledger_store {
             request: &ClaimRequest,
             actor: &str,
             fresh: &Fresh,
+            may_skip: bool,
         ) -> Result<FirstRead, StoreError> {
             let kept = store.kept();
             let (live, now) = match kept.and_then(|rows| rows.get(&request.namespace, &request.key)) {
                 Some(kept) => kept,
+                None if may_skip && may_skip_read(store, request) => return Ok(FirstRead::Unread),
                 None => {
                     let ticket = kept.map(KeptRows::ticket);
                     let mut conn = store.$reader.acquire().await.map_err(store_error)?;
@@ -311,6 +318,7 @@ macro_rules! impl_ledger_store {
                     let Some(live) = live else {
                         return Ok(FirstRead::NewKey(now));
                     };
+                    key_taken(store, &request.namespace, &request.key);
                     if let (Some(kept), Some(ticket)) = (kept, ticket) {
                         kept.keep(ticket, &live);
                     }
@@ -333,14 +341,23 @@ macro_rules! impl_ledger_store {
                 actor: &str,
                 fresh: Fresh,
             ) -> Result<Decision<Claim>, StoreError> {
-                match decide_without_writing(self, request, actor, &fresh).await? {
-                    FirstRead::Decided(decision) => return Ok(decision),
-                    FirstRead::NewKey(read_at) => {
-                        if let Some(claimed) = claim_new_key(self, request, actor, &fresh, read_at).await? {
-                            return Ok(claimed);
-                        }
+                let mut may_skip = true;
+                loop {
+                    let read_at = match decide_without_writing(self, request, actor, &fresh, may_skip).await? {
+                        FirstRead::Decided(decision) => return Ok(decision),
+                        FirstRead::MustWrite => break,
+                        FirstRead::NewKey(read_at) => Some(read_at),
+                        FirstRead::Unread => None,
+                    };
+                    if let Some(claimed) = claim_new_key(self, request, actor, &fresh, read_at).await? {
+                        return Ok(claimed);
                     }
-                    FirstRead::MustWrite => {}
+                    if read_at.is_some() {
+                        break;
+                    }
+                    // Tried unread and found taken (a replay, a duplicate in flight): read.
+                    key_taken(self, &request.namespace, &request.key);
+                    may_skip = false;
                 }
                 let input = Arc::new((request.clone(), actor.to_owned(), fresh));
                 write_and_forget(self, move |tx| {

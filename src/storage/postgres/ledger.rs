@@ -6,7 +6,7 @@
 //! guarded by what it read. Time is the database's, so every process agrees on leases and
 //! expiry.
 
-use app::domain::{Namespace, OperationStatus, ToolName, ToolPolicy};
+use app::domain::{IdempotencyKey, Namespace, OperationStatus, ToolName, ToolPolicy};
 use app::ledger::{
     decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
     ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationChange, OperationFilter,
@@ -185,6 +185,15 @@ fn push_events_of_written<'a>(sql: &mut sqlx::QueryBuilder<'a, Postgres>, events
     }
 }
 
+/// Every claim on PostgreSQL reads its key first: another process may have taken it, and
+/// the read is what answers a replay without a write.
+fn may_skip_read(_: &PostgresStore, _: &ClaimRequest) -> bool {
+    false
+}
+
+/// Nothing to remember: every claim reads first.
+fn key_taken(_: &PostgresStore, _: &Namespace, _: &IdempotencyKey) {}
+
 /// A claim whose key had no live operation when it was read (at `read_at`, the database's
 /// time): the new operation and its events are written as one statement outside a
 /// transaction (`with written as (insert … on conflict do nothing returning 1) insert into
@@ -197,8 +206,12 @@ async fn claim_new_key(
     request: &ClaimRequest,
     actor: &str,
     fresh: &Fresh,
-    read_at: DateTime<Utc>,
+    read_at: Option<DateTime<Utc>>,
 ) -> Result<Option<Decision<Claim>>, StoreError> {
+    // Every claim reads its key here first (see `may_skip_read`).
+    let Some(read_at) = read_at else {
+        return Ok(None);
+    };
     let decision = decide_claim(None, request, actor, fresh.clone(), read_at);
     let [Write::Insert(operation)] = decision.writes.as_slice() else {
         return Ok(None);
@@ -385,7 +398,7 @@ mod tests {
         assert!(none.is_none());
         drop(conn);
 
-        let first = claim_new_key(&store, &order, "agent:first", &fresh(), read_at)
+        let first = claim_new_key(&store, &order, "agent:first", &fresh(), Some(read_at))
             .await
             .unwrap()
             .expect("claimed");
@@ -396,7 +409,7 @@ mod tests {
             store.operation(operation.id).await.unwrap(),
             Some(operation.clone())
         );
-        let second = claim_new_key(&store, &order, "agent:second", &fresh(), read_at)
+        let second = claim_new_key(&store, &order, "agent:second", &fresh(), Some(read_at))
             .await
             .unwrap();
         assert!(second.is_none(), "the key is taken");

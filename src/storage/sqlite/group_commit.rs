@@ -25,12 +25,14 @@
 //! prepared afresh, which costs more than the trips it saves). A list either applies
 //! every change's rows or it is refused as a whole: the batch is rolled back and its changes
 //! are committed one by one, where each is answered on its own (a list of one may also find
-//! its guard held it back).
+//! its guard held it back). Except where each change of a shape applies or not on its own
+//! and can say which it did (an insert that does nothing when its key is taken): a list of
+//! those whose counts fall short asks, in one more trip, which of its changes applied.
 
 use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
 use futures_util::TryStreamExt;
-use sqlx::{Connection, Either, Executor, QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{Connection, Either, Executor, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -87,7 +89,7 @@ impl GroupCommit {
 
     /// Lists of listed changes staged so far (fewer than such changes, under load).
     #[cfg(test)]
-    fn lists(&self) -> u64 {
+    pub(super) fn lists(&self) -> u64 {
         self.counts.lists.load(Ordering::Relaxed)
     }
 
@@ -147,6 +149,14 @@ pub(crate) trait ListedRows: Send + Sync {
 
     /// How many rows statement `index` changes for this change when it applies.
     fn rows(&self, index: usize) -> u64;
+
+    /// For a shape whose changes apply each on its own (every statement writes a change's
+    /// rows only if its first did): appends an SQL expression that is true once this change
+    /// applied, and says so. The default, `false`, is a shape whose lists apply whole or
+    /// not at all.
+    fn push_applied<'a>(&'a self, _sql: &mut QueryBuilder<'a, Sqlite>) -> bool {
+        false
+    }
 }
 
 /// A listed change and its answer.
@@ -379,7 +389,7 @@ async fn stage_listed(
             let (list, after) = rest.split_at_mut(length);
             let rows: Vec<&dyn ListedRows> = list.iter().map(|job| job.rows()).collect();
             let applied = stage_list(tx, &rows).await?;
-            for job in list.iter_mut() {
+            for (job, applied) in list.iter_mut().zip(applied) {
                 changes.extend(job.take(applied));
             }
             counts.lists.fetch_add(1, Ordering::Relaxed);
@@ -389,20 +399,20 @@ async fn stage_listed(
     Ok(changes)
 }
 
-/// Stages changes of one shape as one list, in one trip: whether their rows were written
-/// (`false` only for a list of one whose guard held it back, with nothing staged); a list
-/// whose statements changed other numbers of rows is `Stale`, to be rolled back.
+/// Stages changes of one shape as one list, in one trip: whether each one's rows were
+/// written (`false` for a change whose guard held it back, with nothing of it staged: a
+/// list of one, or one of a shape whose changes apply each on its own); a list whose
+/// statements changed other numbers of rows is `Stale`, to be rolled back.
 pub(crate) async fn stage_list(
     tx: &mut SqliteConnection,
     list: &[&dyn ListedRows],
-) -> Result<bool, StoreError> {
+) -> Result<Vec<bool>, StoreError> {
     let Some(first) = list.first() else {
-        return Ok(true);
+        return Ok(Vec::new());
     };
     let statements = first.statements();
-    let expected: Vec<u64> = (0..statements)
-        .map(|index| list.iter().map(|change| change.rows(index)).sum())
-        .collect();
+    let every = vec![true; list.len()];
+    let expected = rows_written(list, &every, statements);
     let mut sql = QueryBuilder::<Sqlite>::new("");
     for index in 0..statements {
         if index > 0 {
@@ -420,12 +430,50 @@ pub(crate) async fn stage_list(
     }
     let rows = rows_per_statement(tx, sql).await?;
     if rows == expected {
-        Ok(true)
-    } else if list.len() == 1 && rows.iter().all(|&changed| changed == 0) {
-        Ok(false)
-    } else {
-        Err(StoreError::Stale)
+        return Ok(every);
     }
+    if list.len() == 1 && rows.iter().all(|&changed| changed == 0) {
+        return Ok(vec![false]);
+    }
+    match applied_each(tx, list).await? {
+        Some(applied) if rows == rows_written(list, &applied, statements) => Ok(applied),
+        _ => Err(StoreError::Stale),
+    }
+}
+
+/// The rows each statement writes for the changes marked `applied`.
+fn rows_written(list: &[&dyn ListedRows], applied: &[bool], statements: usize) -> Vec<u64> {
+    (0..statements)
+        .map(|index| {
+            list.iter()
+                .zip(applied)
+                .filter(|(_, &applied)| applied)
+                .map(|(change, _)| change.rows(index))
+                .sum()
+        })
+        .collect()
+}
+
+/// Which changes of a staged list applied, asked in one trip, if each of them can tell.
+async fn applied_each(
+    tx: &mut SqliteConnection,
+    list: &[&dyn ListedRows],
+) -> Result<Option<Vec<bool>>, StoreError> {
+    let mut sql = QueryBuilder::<Sqlite>::new("select ");
+    for (n, change) in list.iter().enumerate() {
+        if n > 0 {
+            sql.push(", ");
+        }
+        if !change.push_applied(&mut sql) {
+            return Ok(None);
+        }
+    }
+    let row = sql.build().fetch_one(tx).await.map_err(store_error)?;
+    let applied = (0..list.len())
+        .map(|column| row.try_get::<bool, _>(column))
+        .collect::<Result<_, _>>()
+        .map_err(store_error)?;
+    Ok(Some(applied))
 }
 
 /// Runs a list of statements; the rows each changed, in order.

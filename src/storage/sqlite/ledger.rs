@@ -2,7 +2,7 @@
 //! `BEGIN IMMEDIATE`, so a claim's read and write never interleave with another's and no
 //! lock upgrade can deadlock. One process owns the file, so its clock decides time.
 
-use app::domain::{Namespace, OperationStatus, ToolName, ToolPolicy};
+use app::domain::{IdempotencyKey, Namespace, OperationStatus, ToolName, ToolPolicy};
 use app::ledger::{
     decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
     ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationChange, OperationFilter,
@@ -164,18 +164,19 @@ fn guarded_answer<T: Clone>(
     }
 }
 
-/// A claim whose key had no live operation when it was read outside the writer: most likely
-/// still so, so the new operation is inserted without reading again, in one list with its
-/// events (staged with other such claims in one trip to sqlx's thread). The unique index on
-/// a key's live operation decides: when another claim took the key in between, the insert
-/// does nothing, nor do the events, and `None` sends the claim back to be decided from a
-/// fresh read. It is decided at the process's clock as it is sent to the writer.
+/// A claim whose key had no live operation when it was read outside the writer (most likely
+/// still so), or was not read at all (see [`may_skip_read`]): the new operation is inserted
+/// without reading (again), in one list with its events (staged with other such claims in
+/// one trip to sqlx's thread). The unique index on a key's live operation decides: when the
+/// key is taken, the insert does nothing, nor do the events, and `None` sends the claim back
+/// to be decided from a read. It is decided at the process's clock as it is sent to the
+/// writer.
 async fn claim_new_key(
     store: &SqliteStore,
     request: &ClaimRequest,
     actor: &str,
     fresh: &Fresh,
-    _read_at: DateTime<Utc>,
+    _read_at: Option<DateTime<Utc>>,
 ) -> Result<Option<Decision<Claim>>, StoreError> {
     let decision = decide_claim(None, request, actor, fresh.clone(), kept_rows::now());
     let Some(claim) = NewKeyClaim::of(decision) else {
@@ -185,7 +186,26 @@ async fn claim_new_key(
     forget_after(store, async move { writer.write_listed(claim).await }).await
 }
 
-/// A new key's insert, which does nothing if the key has a live operation, and its events.
+/// Whether a claim may be tried as a new key's insert without reading the key first: on the
+/// store that serves the file, for a key not seen live lately. A new key then costs no
+/// read at all, and a taken one a list row that does nothing before its read; a key seen
+/// taken is read first for a while (a storm of duplicates of one key, retries of a replay).
+fn may_skip_read(store: &SqliteStore, request: &ClaimRequest) -> bool {
+    store
+        .kept()
+        .is_some_and(|kept| !kept.seen_live(&request.namespace, &request.key))
+}
+
+/// Remembers that a claim found the key live (see [`may_skip_read`]).
+fn key_taken(store: &SqliteStore, namespace: &Namespace, key: &IdempotencyKey) {
+    if let Some(kept) = store.kept() {
+        kept.saw_live(namespace, key);
+    }
+}
+
+/// A new key's insert, which does nothing if the key has a live operation, and its events,
+/// written only if the insert was. Each applies or not on its own, so a list of them may
+/// hold claims of keys that turn out taken (claims tried unread, duplicates in flight).
 struct NewKeyClaim {
     operation: Operation,
     events: Vec<Event>,
@@ -207,7 +227,8 @@ impl NewKeyClaim {
 }
 
 /// A list of new keys' claims: one multi-row insert of their operations, each row doing
-/// nothing if its key has a live operation, then one insert of their events.
+/// nothing if its key has a live operation, then one insert of the events of those
+/// inserted (an operation's id is new, so its row is there only if this list put it there).
 impl ListedRows for NewKeyClaim {
     fn shape(&self) -> Shape {
         ("new key's claim", self.events.len())
@@ -224,6 +245,13 @@ impl ListedRows for NewKeyClaim {
         }
     }
 
+    fn push_applied<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> bool {
+        sql.push("exists (select 1 from operations where id = ")
+            .push_bind(self.operation.id)
+            .push(")");
+        true
+    }
+
     fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>) {
         match index {
             0 => push_operation_row(sql, &self.operation),
@@ -231,12 +259,14 @@ impl ListedRows for NewKeyClaim {
         }
     }
 
-    fn push_tail(&self, index: usize, before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
+    fn push_tail(&self, index: usize, _before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
         match index {
             0 => {
                 sql.push(" on conflict do nothing");
             }
-            _ => push_guarded_events_tail(before, sql),
+            _ => {
+                sql.push(") as v where exists (select 1 from operations where id = v.column1)");
+            }
         }
     }
 
@@ -486,6 +516,7 @@ mod tests {
     use crate::storage::conformance::ledger::{
         complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
     };
+    use crate::storage::kept_rows;
     use crate::storage::sqlite::group_commit::stage_list;
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
@@ -525,7 +556,7 @@ mod tests {
                     let (late, first) = &*input;
                     stage_writes(tx, first, &[]).await?;
                     let applied = stage_list(tx, &[late as &dyn ListedRows]).await?;
-                    let (staged, _) = late.answer(applied);
+                    let (staged, _) = late.answer(applied == [true]);
                     Ok((staged.is_some(), Vec::new()))
                 })
             })
@@ -535,6 +566,95 @@ mod tests {
 
     fn kinds(events: Vec<Event>) -> Vec<EventKind> {
         events.into_iter().map(|e| e.kind).collect()
+    }
+
+    /// The operations stored for a key, live or retired.
+    async fn operations_of(store: &SqliteStore, key: &str) -> i64 {
+        sqlx::query_scalar("select count(*) from operations where key = $1")
+            .bind(key)
+            .fetch_one(&store.reader)
+            .await
+            .unwrap()
+    }
+
+    /// New keys' claims share a list with one whose key is taken (a claim tried unread):
+    /// each applies or not on its own, and the taken one writes nothing, not even events.
+    #[tokio::test]
+    async fn new_keys_listed_beside_a_taken_one_apply_each_on_its_own() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let (store, taken, started, _) = pending(&db).await;
+        let claims: Vec<NewKeyClaim> = ["order-2", "order-1", "order-3"]
+            .into_iter()
+            .map(|key| {
+                let claim = request("billing", key, "refund");
+                let decided = decide_claim(None, &claim, "agent:t", fresh(), kept_rows::now());
+                NewKeyClaim::of(decided).expect("a new key's insert")
+            })
+            .collect();
+        let ids: Vec<Uuid> = claims.iter().map(|c| c.operation.id).collect();
+
+        let input = Arc::new(claims);
+        let applied = store
+            .write(move |tx| {
+                let input = input.clone();
+                Box::pin(async move {
+                    let list: Vec<&dyn ListedRows> =
+                        input.iter().map(|c| c as &dyn ListedRows).collect();
+                    Ok((stage_list(tx, &list).await?, Vec::new()))
+                })
+            })
+            .await
+            .unwrap();
+
+        assert_eq!(applied, [true, false, true]);
+        for id in [ids[0], ids[2]] {
+            assert!(store.operation(id).await.unwrap().is_some());
+            assert_eq!(kinds(store.events(id).await.unwrap()), [EventKind::Claimed]);
+        }
+        assert_eq!(store.operation(ids[1]).await.unwrap(), None);
+        assert_eq!(store.events(ids[1]).await.unwrap(), []);
+        assert_eq!(operations_of(&store, taken.key.as_str()).await, 1);
+        assert_eq!(
+            kinds(store.events(started.id).await.unwrap()),
+            [EventKind::Claimed],
+            "the taken key's operation is as it was"
+        );
+        store.close().await;
+    }
+
+    /// A served store tries a key it knows nothing of as new, without reading it; found
+    /// taken, the claim is decided from a read, and the key's next claims read first.
+    #[tokio::test]
+    async fn a_served_store_tries_a_key_unread_once_and_reads_it_once_found_taken() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let (store, order, started, _) = served_pending(&db).await;
+        let kept = store.kept().expect("a served store keeps rows");
+        assert!(
+            !kept.seen_live(&order.namespace, &order.key),
+            "the claim that inserted the key read nothing"
+        );
+        let lists = store.group_commit.lists();
+
+        for duplicate in 1..=2 {
+            let decided = store.claim(&order, "agent:dup", fresh()).await.unwrap();
+            assert!(
+                matches!(&decided.outcome, Claim::InProgress { operation, .. } if operation.id == started.id),
+                "duplicate {duplicate}: {:?}",
+                decided.outcome
+            );
+            assert!(kept.seen_live(&order.namespace, &order.key));
+            assert_eq!(
+                store.group_commit.lists(),
+                lists + 1,
+                "duplicate {duplicate}: only the first tried an insert"
+            );
+        }
+        assert_eq!(operations_of(&store, order.key.as_str()).await, 1);
+        assert_eq!(
+            kinds(store.events(started.id).await.unwrap()),
+            [EventKind::Claimed]
+        );
+        store.close().await;
     }
 
     /// The fast way is taken for a plain completion; were it skipped, completions would
