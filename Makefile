@@ -82,7 +82,7 @@ bench: build
 PEERS_ARGS ?= --concurrency 1,16,32,64
 RESTATE_DIR := bench/peers/restate
 
-## bench-peers: measure Restate's idempotent calls next to idem's (about 3 minutes; needs Node.js)
+## bench-peers: measure Restate's idempotent calls next to idem's (about 6 minutes; needs Node.js)
 # `build` as for `make bench`: a plain `cargo build --release` has other compiler flags than
 # cargo-leptos's (type-erased views) and would rebuild every dependency, twice over.
 bench-peers: build $(RESTATE_DIR)/node_modules/.package-lock.json

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::idem::{IdemHttp, IdemServer};
+use super::report::RunResult;
 use super::runner::{self, Workload};
 use super::scenario::Scenario;
 use super::BenchArgs;
@@ -66,6 +67,7 @@ async fn measure(args: &BenchArgs) -> anyhow::Result<PeerReport> {
     Ok(PeerReport {
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         seconds_per_scenario: args.seconds,
+        runs: args.runs(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         restate,
         comparison: table::compare(&rows),
@@ -86,10 +88,13 @@ async fn on_restate(args: &BenchArgs, rows: &mut Vec<PeerRow>) -> anyhow::Result
         .context("starting Restate")?;
     for step in Step::ALL {
         for concurrency in args.concurrencies() {
-            let calls = RestateCalls::prepare(&peer.ingress, step)
-                .await
-                .with_context(|| format!("preparing Restate's {}", step.label()))?;
-            rows.push(run_for(System::Restate, step, concurrency, args, Arc::new(calls)).await);
+            let calls = async || -> anyhow::Result<Arc<dyn Workload>> {
+                let calls = RestateCalls::prepare(&peer.ingress, step)
+                    .await
+                    .with_context(|| format!("preparing Restate's {}", step.label()))?;
+                Ok(Arc::new(calls) as Arc<dyn Workload>)
+            };
+            rows.push(run_for(System::Restate, step, concurrency, args, calls).await?);
         }
     }
     Ok(peer.stop())
@@ -105,10 +110,13 @@ async fn on_idem(system: System, url: &str, args: &BenchArgs) -> anyhow::Result<
             Step::Replay => Scenario::IdemReplay,
         };
         for concurrency in args.concurrencies() {
-            let workload = IdemHttp::prepare(&server, scenario)
-                .await
-                .with_context(|| format!("preparing {}", scenario.label()))?;
-            rows.push(run_for(system, step, concurrency, args, Arc::new(workload)).await);
+            let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
+                let workload = IdemHttp::prepare(&server, scenario)
+                    .await
+                    .with_context(|| format!("preparing {}", scenario.label()))?;
+                Ok(Arc::new(workload) as Arc<dyn Workload>)
+            };
+            rows.push(run_for(system, step, concurrency, args, workload).await?);
         }
     }
     server.stop().await;
@@ -120,21 +128,21 @@ async fn run_for(
     step: Step,
     concurrency: usize,
     args: &BenchArgs,
-    workload: Arc<dyn Workload>,
-) -> PeerRow {
+    workload: impl AsyncFn() -> anyhow::Result<Arc<dyn Workload>>,
+) -> anyhow::Result<PeerRow> {
     let (who, what) = (system.label(), step.label());
-    eprintln!("{who}: {what} at concurrency {concurrency}…");
-    let measured = runner::run_for(workload, concurrency, args.duration()).await;
-    if let Some(error) = &measured.first_error {
-        eprintln!("  {} errors; the first: {error}", measured.errors);
+    let mut runs = Vec::with_capacity(args.runs());
+    for run in 1..=args.runs() {
+        eprint!(
+            "{who}: {what} at concurrency {concurrency}, run {run}/{}… ",
+            args.runs()
+        );
+        let measured = runner::run_for(workload().await?, concurrency, args.duration()).await;
+        eprintln!("{:.0}/s", measured.throughput());
+        if let Some(error) = &measured.first_error {
+            eprintln!("  {} errors; the first: {error}", measured.errors);
+        }
+        runs.push(RunResult::from(&measured));
     }
-    PeerRow {
-        system,
-        step,
-        concurrency,
-        throughput: measured.throughput(),
-        p50_ms: measured.percentile_ms(50.0),
-        p99_ms: measured.percentile_ms(99.0),
-        errors: measured.errors,
-    }
+    Ok(PeerRow::from_runs(system, step, concurrency, &runs))
 }

@@ -34,25 +34,39 @@ pub struct RunResult {
     pub errors: u64,
 }
 
+impl RunResult {
+    /// What several runs of one row measured: the median of each figure (so one disturbed
+    /// run does not move it) and the errors of all of them.
+    pub fn medians(runs: &[RunResult]) -> RunResult {
+        let figure =
+            |pick: fn(&RunResult) -> f64| median(&runs.iter().map(pick).collect::<Vec<_>>());
+        RunResult {
+            throughput: figure(|run| run.throughput),
+            p50_ms: figure(|run| run.p50_ms),
+            p99_ms: figure(|run| run.p99_ms),
+            errors: runs.iter().map(|run| run.errors).sum(),
+        }
+    }
+}
+
 impl Row {
-    /// A row from its runs: the median of each figure (so one disturbed run does not move
-    /// it), the errors of all runs, and every run's throughput kept.
+    /// A row from its runs: their medians (`RunResult::medians`), and every run's
+    /// throughput kept.
     pub fn from_runs(
         scenario: Scenario,
         database: Option<Engine>,
         concurrency: usize,
         runs: &[RunResult],
     ) -> Row {
-        let figure =
-            |pick: fn(&RunResult) -> f64| median(&runs.iter().map(pick).collect::<Vec<_>>());
+        let medians = RunResult::medians(runs);
         Row {
             scenario,
             database,
             concurrency,
-            throughput: figure(|run| run.throughput),
-            p50_ms: figure(|run| run.p50_ms),
-            p99_ms: figure(|run| run.p99_ms),
-            errors: runs.iter().map(|run| run.errors).sum(),
+            throughput: medians.throughput,
+            p50_ms: medians.p50_ms,
+            p99_ms: medians.p99_ms,
+            errors: medians.errors,
             ratio: None,
             runs: runs.iter().map(|run| run.throughput).collect(),
         }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 use super::restate::RestateFacts;
+use crate::bench::report::RunResult;
 
 /// Who answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -61,6 +62,25 @@ pub struct PeerRow {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub errors: u64,
+    /// Each run's throughput, in run order; the figures above are the runs' medians.
+    pub runs: Vec<f64>,
+}
+
+impl PeerRow {
+    /// A row from its runs: their medians, and every run's throughput kept.
+    pub fn from_runs(system: System, step: Step, concurrency: usize, runs: &[RunResult]) -> Self {
+        let medians = RunResult::medians(runs);
+        PeerRow {
+            system,
+            step,
+            concurrency,
+            throughput: medians.throughput,
+            p50_ms: medians.p50_ms,
+            p99_ms: medians.p99_ms,
+            errors: medians.errors,
+            runs: runs.iter().map(|run| run.throughput).collect(),
+        }
+    }
 }
 
 /// idem next to Restate for one step kind at one concurrency.
@@ -83,6 +103,8 @@ pub struct PeerReport {
     /// When the run ended (RFC 3339).
     pub generated_at: String,
     pub seconds_per_scenario: u64,
+    /// Runs per row; a row's figures are the medians of its runs.
+    pub runs: usize,
     pub cores: usize,
     pub restate: RestateFacts,
     pub rows: Vec<PeerRow>,
@@ -220,8 +242,8 @@ keep-alive), same machine, same run; Restate ran first and was stopped before id
 /// The whole Markdown file.
 pub fn markdown(report: &PeerReport) -> String {
     let mut text = format!(
-        "# idem bench --peers: idem next to Restate\n\n{} · {} s per scenario · {} cores · loopback\n\n",
-        report.generated_at, report.seconds_per_scenario, report.cores
+        "# idem bench --peers: idem next to Restate\n\n{} · {} s per scenario · medians of {} runs · {} cores · loopback\n\n",
+        report.generated_at, report.seconds_per_scenario, report.runs, report.cores
     );
     text.push_str(&facts(&report.restate));
     text.push('\n');
@@ -249,7 +271,31 @@ mod tests {
             p50_ms: 0.5,
             p99_ms: 4.25,
             errors: 0,
+            runs: vec![throughput],
         }
+    }
+
+    #[test]
+    fn a_peer_row_reports_the_medians_of_its_runs_and_keeps_each_rate() {
+        let run = |throughput, p99_ms, errors| RunResult {
+            throughput,
+            p50_ms: p99_ms / 4.0,
+            p99_ms,
+            errors,
+        };
+        let runs = [
+            run(900.0, 8.0, 1),
+            run(1500.0, 2.0, 0),
+            run(1200.0, 40.0, 2),
+        ];
+
+        let row = PeerRow::from_runs(System::Restate, Step::New, 64, &runs);
+
+        assert_eq!(row.throughput, 1200.0);
+        assert_eq!(row.p99_ms, 8.0, "each figure's own median");
+        assert_eq!(row.p50_ms, 2.0);
+        assert_eq!(row.errors, 3, "the errors of every run");
+        assert_eq!(row.runs, [900.0, 1500.0, 1200.0], "in run order");
     }
 
     #[test]
@@ -307,6 +353,7 @@ mod tests {
         let report = PeerReport {
             generated_at: "2026-12-01T20:00:00Z".into(),
             seconds_per_scenario: 3,
+            runs: 3,
             cores: 2,
             restate: RestateFacts {
                 server_version: "1.7.12".into(),
@@ -319,6 +366,7 @@ mod tests {
         };
         let text = markdown(&report);
         assert!(text.starts_with("# idem bench --peers"));
+        assert!(text.contains(" · medians of 3 runs · "));
         assert!(text.contains("Restate 1.7.12 (npm"));
         assert!(text.contains("270 MiB at rest, ? after"));
         assert!(text.contains("| new key | 16 | 1400 | 2800 | 2.00× | - | - |\n"));
