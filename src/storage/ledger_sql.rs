@@ -355,8 +355,8 @@ macro_rules! impl_ledger_store {
                     if read_at.is_some() {
                         break;
                     }
-                    // Tried unread and found taken (a replay, a duplicate in flight): read.
-                    key_taken(self, &request.namespace, &request.key);
+                    // Tried unread and found taken (a replay, a duplicate in flight): read it
+                    // (a read that finds the key live remembers it, so its next claims read first).
                     may_skip = false;
                 }
                 let input = Arc::new((request.clone(), actor.to_owned(), fresh));

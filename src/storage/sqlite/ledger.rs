@@ -516,7 +516,6 @@ mod tests {
     use crate::storage::conformance::ledger::{
         complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
     };
-    use crate::storage::kept_rows;
     use crate::storage::sqlite::group_commit::stage_list;
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
