@@ -9,7 +9,8 @@
 //!
 //! The price, stated in the README: a crash can lose the replay events of its last moments
 //! (never a state change, whose events commit with it); and another process may see them a
-//! moment late (the gathering time and one write). This process reads its own: every read of events or metrics flushes first.
+//! moment late (the gathering time and one write). This process reads its own: every read of
+//! events or metrics flushes first.
 
 use app::ledger::Event;
 use app::store_error::StoreError;
@@ -197,7 +198,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn events_recorded_apart_within_the_gathering_time_are_written_in_one_commit() {
+    async fn events_recorded_apart_within_the_gathering_time_go_in_one_write() {
         let (sink, events) = started();
         events.record(replays(1));
         // The writer has taken the first event and is gathering.
