@@ -84,14 +84,18 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(5))
             .foreign_keys(true);
+        // sqlx pings a pooled connection before lending it, by default: a trip to its
+        // thread that can only matter for a server across a network, not for a file.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
+            .test_before_acquire(false)
             .connect_with(options.clone())
             .await
             .map_err(OpenError::Connect)?;
         let reader = SqlitePoolOptions::new()
             .max_connections(8)
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(OpenError::Connect)?;
