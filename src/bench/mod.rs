@@ -8,6 +8,7 @@
 mod bundle;
 mod dashboard;
 mod floors;
+mod grouped;
 mod idem;
 mod peers;
 mod pgbench;
@@ -130,6 +131,9 @@ async fn measure_throughput(args: &BenchArgs, collected: &mut Collected) -> anyh
     collected
         .rows
         .push(throughput::sequential_sqlite_floor(args).await?);
+    collected
+        .rows
+        .extend(throughput::grouped_sqlite_floor(args).await?);
     let sqlite = TestDatabase::create(Backend::Sqlite).await;
     collected
         .rows

@@ -34,6 +34,9 @@ pub enum Scenario {
     /// Floor: the same writes through rusqlite on one SQLite connection, one pair after
     /// another, each transaction committed with its own fsync (no group commit).
     SequentialSqliteClaimComplete,
+    /// Floor: the same writes through rusqlite, grouped into one transaction per batch by a
+    /// writer thread that calls SQLite directly (group commit without sqlx's hand-overs).
+    GroupedSqliteClaimComplete,
     /// idem over HTTP: claim a new key, then complete it.
     IdemNew,
     /// idem over HTTP: new claim+complete started at half of the peak `IdemNew` rate, as
@@ -144,6 +147,7 @@ impl Scenario {
             Scenario::AxumHello => "floor: axum hello",
             Scenario::PgbenchClaimComplete => "floor: pgbench claim+complete",
             Scenario::SequentialSqliteClaimComplete => "floor: sequential rusqlite claim+complete",
+            Scenario::GroupedSqliteClaimComplete => "floor: grouped rusqlite claim+complete",
             Scenario::IdemNew => "idem: new claim+complete",
             Scenario::IdemNewHalfPeak => "idem: new claim+complete, open loop at half of peak",
             Scenario::IdemClaimHalfPeak => "idem: its claims alone, open loop at half of peak",
@@ -162,6 +166,7 @@ impl Scenario {
                 | Scenario::AxumHello
                 | Scenario::PgbenchClaimComplete
                 | Scenario::SequentialSqliteClaimComplete
+                | Scenario::GroupedSqliteClaimComplete
         )
     }
 
@@ -172,7 +177,8 @@ impl Scenario {
             Scenario::StoreClaimComplete
             | Scenario::AxumHello
             | Scenario::PgbenchClaimComplete
-            | Scenario::SequentialSqliteClaimComplete => None,
+            | Scenario::SequentialSqliteClaimComplete
+            | Scenario::GroupedSqliteClaimComplete => None,
             Scenario::IdemNew | Scenario::IdemMixed => Some(Scenario::StoreClaimComplete),
             Scenario::IdemReplay | Scenario::IdemDuplicateStorm => Some(Scenario::AxumHello),
             Scenario::IdemNewHalfPeak | Scenario::IdemClaimHalfPeak | Scenario::Dashboard(_) => {

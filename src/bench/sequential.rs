@@ -44,12 +44,8 @@ pub struct SequentialSqlite {
 impl SequentialSqlite {
     /// Opens the migrated database file with idem's settings for durability.
     pub fn open(path: &Path) -> rusqlite::Result<Self> {
-        let connection = Connection::open(path)?;
-        connection.pragma_update(None, "journal_mode", "wal")?;
-        connection.pragma_update(None, "synchronous", "full")?;
-        connection.pragma_update(None, "foreign_keys", "on")?;
         Ok(Self {
-            connection: Mutex::new(connection),
+            connection: Mutex::new(open_durable(path)?),
             prefix: Uuid::new_v4().simple().to_string(),
         })
     }
@@ -58,29 +54,49 @@ impl SequentialSqlite {
     fn pair(&self, task: usize, seq: u64) -> rusqlite::Result<()> {
         let mut connection = self.connection.lock().expect("the floor's connection");
         let id = Uuid::now_v7();
-        let key = format!("{}-{task}-{seq}", self.prefix);
-        let claimed_at = now();
         let claim = connection.transaction()?;
-        let lease = Uuid::new_v4().simple().to_string();
-        claim.prepare_cached(INSERT_OPERATION)?.execute(params![
-            id.as_bytes(),
-            key,
-            lease,
-            claimed_at
-        ])?;
-        insert_event(&claim, id, &claimed_at, "claimed", CLAIMED_DETAIL)?;
+        write_claim(&claim, id, &format!("{}-{task}-{seq}", self.prefix))?;
         claim.commit()?;
-        let completed_at = now();
         let complete = connection.transaction()?;
-        let updated = complete
-            .prepare_cached(COMPLETE_OPERATION)?
-            .execute(params![id.as_bytes(), completed_at])?;
-        if updated != 1 {
-            return Err(rusqlite::Error::StatementChangedRows(updated));
-        }
-        insert_event(&complete, id, &completed_at, "completed", COMPLETED_DETAIL)?;
+        write_completion(&complete, id)?;
         complete.commit()
     }
+}
+
+/// Opens a database file idem migrated, with idem's settings for durability.
+pub(super) fn open_durable(path: &Path) -> rusqlite::Result<Connection> {
+    let connection = Connection::open(path)?;
+    connection.pragma_update(None, "journal_mode", "wal")?;
+    connection.pragma_update(None, "synchronous", "full")?;
+    connection.pragma_update(None, "foreign_keys", "on")?;
+    Ok(connection)
+}
+
+/// The rows of a new key's claim: the operation, pending, and its `claimed` event.
+pub(super) fn write_claim(
+    tx: &rusqlite::Transaction<'_>,
+    id: Uuid,
+    key: &str,
+) -> rusqlite::Result<()> {
+    let claimed_at = now();
+    let lease = Uuid::new_v4().simple().to_string();
+    tx.prepare_cached(INSERT_OPERATION)?
+        .execute(params![id.as_bytes(), key, lease, claimed_at])?;
+    insert_event(tx, id, &claimed_at, "claimed", CLAIMED_DETAIL)?;
+    Ok(())
+}
+
+/// The rows of its completion: the guarded update to `succeeded` and the `completed` event.
+pub(super) fn write_completion(tx: &rusqlite::Transaction<'_>, id: Uuid) -> rusqlite::Result<()> {
+    let completed_at = now();
+    let updated = tx
+        .prepare_cached(COMPLETE_OPERATION)?
+        .execute(params![id.as_bytes(), completed_at])?;
+    if updated != 1 {
+        return Err(rusqlite::Error::StatementChangedRows(updated));
+    }
+    insert_event(tx, id, &completed_at, "completed", COMPLETED_DETAIL)?;
+    Ok(())
 }
 
 const CLAIMED_DETAIL: &str = r#"{"attempt":1,"key_source":"body","effect":"non_idempotent_write"}"#;

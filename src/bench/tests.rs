@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::floors::StoreFloor;
+use super::grouped::GroupedSqlite;
 use super::idem::{IdemHttp, IdemServer};
 use super::runner::run_for;
 use super::scenario::Scenario;
@@ -59,13 +60,7 @@ async fn the_store_floor_is_counted_exactly_as_the_ledger_holds_it() {
 /// reads back as succeeded, with its claimed and completed events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sequential_floor_writes_operations_idem_reads_as_its_own() {
-    let database = TestDatabase::create(Backend::Sqlite).await;
-    Database::open(database.url())
-        .await
-        .expect("migrate")
-        .close()
-        .await;
-    let path = database.sqlite_path().expect("a file").to_owned();
+    let (database, path) = migrated_sqlite_file().await;
     let workload = SequentialSqlite::open(&path).expect("open the floor");
     let measured = run_for(Arc::new(workload), 1, Duration::from_millis(300)).await;
 
@@ -89,4 +84,35 @@ async fn the_sequential_floor_writes_operations_idem_reads_as_its_own() {
         .collect();
     assert_eq!(kinds, [EventKind::Claimed, EventKind::Completed]);
     store.close().await;
+}
+
+/// The grouped floor writes the same operations, and commits many writes together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grouped_floor_writes_the_same_operations_in_fewer_commits() {
+    let (database, path) = migrated_sqlite_file().await;
+    let workload = Arc::new(GroupedSqlite::open(&path).expect("open the floor"));
+    let measured = run_for(workload.clone(), 16, Duration::from_millis(300)).await;
+
+    assert!(measured.ok > 0);
+    assert_eq!(measured.errors, 0, "{:?}", measured.first_error);
+    assert_eq!(succeeded_operations(database.url()).await, measured.ok);
+    // Each pair is two writes; sixteen tasks writing at once share transactions.
+    assert!(
+        workload.commits() < 2 * measured.ok,
+        "{} commits for {} pairs",
+        workload.commits(),
+        measured.ok
+    );
+}
+
+/// A fresh SQLite file that idem migrated (gone with the first), and its path.
+async fn migrated_sqlite_file() -> (TestDatabase, std::path::PathBuf) {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    Database::open(database.url())
+        .await
+        .expect("migrate")
+        .close()
+        .await;
+    let path = database.sqlite_path().expect("a file").to_owned();
+    (database, path)
 }

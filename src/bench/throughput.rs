@@ -2,10 +2,12 @@
 //! scenario at each concurrency, `--runs` times, reported as medians.
 
 use anyhow::Context;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::floors::{HelloServer, HelloWorkload, StoreFloor};
+use super::grouped::GroupedSqlite;
 use super::idem::{IdemHttp, IdemServer};
 use super::pgbench;
 use super::report::{Row, RunResult};
@@ -66,12 +68,7 @@ pub async fn pgbench_floor(url: &str, args: &BenchArgs) -> Result<Vec<Row>, Stri
 /// The sequential SQLite floor, on a fresh database file of its own that idem migrated;
 /// one task, whatever `--concurrency` says (it is the floor of a writer without group commit).
 pub async fn sequential_sqlite_floor(args: &BenchArgs) -> anyhow::Result<Row> {
-    let database = TestDatabase::create(Backend::Sqlite).await;
-    Database::open(database.url()).await?.close().await;
-    let path = database
-        .sqlite_path()
-        .context("a SQLite test database has a file")?
-        .to_owned();
+    let (database, path) = migrated_sqlite_file().await?;
     let measure = Measure::new(
         Scenario::SequentialSqliteClaimComplete,
         Some(Engine::Sqlite),
@@ -86,6 +83,36 @@ pub async fn sequential_sqlite_floor(args: &BenchArgs) -> anyhow::Result<Row> {
     let row = measure.run(workload).await;
     drop(database);
     row
+}
+
+/// The grouped SQLite floor at each concurrency, on a fresh database file of its own that
+/// idem migrated.
+pub async fn grouped_sqlite_floor(args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
+    let (database, path) = migrated_sqlite_file().await?;
+    let mut rows = Vec::new();
+    for concurrency in args.concurrencies() {
+        let scenario = Scenario::GroupedSqliteClaimComplete;
+        let measure = Measure::new(scenario, Some(Engine::Sqlite), concurrency, args);
+        let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
+            let floor = GroupedSqlite::open(&path).context("opening the grouped floor")?;
+            let workload: Arc<dyn Workload> = Arc::new(floor);
+            Ok(workload)
+        };
+        rows.push(measure.run(workload).await?);
+    }
+    drop(database);
+    Ok(rows)
+}
+
+/// A fresh SQLite file that idem migrated (gone with the first), and its path.
+async fn migrated_sqlite_file() -> anyhow::Result<(TestDatabase, PathBuf)> {
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    Database::open(database.url()).await?.close().await;
+    let path = database
+        .sqlite_path()
+        .context("a SQLite test database has a file")?
+        .to_owned();
+    Ok((database, path))
 }
 
 /// The store floor, then idem over HTTP, on one fresh database.

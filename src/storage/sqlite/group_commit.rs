@@ -37,7 +37,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::storage::{store_error, Staging};
@@ -45,17 +44,6 @@ use crate::storage::{store_error, Staging};
 /// The most changes committed together: bounds how long the last of a batch waits for the
 /// ones before it.
 const MAX_BATCH: usize = 256;
-
-/// How long the writer keeps its connection after a batch, waiting for the next change. Each
-/// time sqlx's pool takes a connection back it pings it (one more trip to sqlx's thread),
-/// so a writer that gave it back after every batch would pay that on every batch.
-const HOLD_IDLE: Duration = Duration::from_millis(1);
-
-/// The most batches the writer commits on one hold of its connection while changes keep
-/// coming: the writes that use the pool directly (API keys, sessions, audit entries,
-/// rollups) wait at most this many batches for their turn. Counted, not timed, so that how
-/// long a hold lasts follows from the batches alone (a few milliseconds each here).
-const HOLD_AT_MOST: usize = 8;
 
 /// The most listed changes staged in one trip (a power of two; see the module's note). A
 /// new key's claim binds 29 values and its event 5: 64 of them stay far below SQLite's limit
@@ -97,12 +85,6 @@ impl GroupCommit {
     #[cfg(test)]
     fn commits(&self) -> u64 {
         self.counts.commits.load(Ordering::Relaxed)
-    }
-
-    /// Times the writer took its connection from the pool so far.
-    #[cfg(test)]
-    fn acquisitions(&self) -> u64 {
-        self.counts.acquisitions.load(Ordering::Relaxed)
     }
 
     /// Lists of listed changes staged so far (fewer than such changes, under load).
@@ -196,8 +178,6 @@ struct Counts {
     commits: AtomicU64,
     /// Lists of listed changes staged (in transactions committed or not).
     lists: AtomicU64,
-    /// Times the writer took its connection from the pool.
-    acquisitions: AtomicU64,
 }
 
 fn stopped() -> StoreError {
@@ -312,66 +292,34 @@ async fn run(
     let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = queue.recv().await {
         batch.push(first);
-        let mut conn = match pool.acquire().await {
-            Ok(conn) => conn,
-            Err(error) => {
-                take_waiting(&mut queue, &mut batch);
-                let message = error.to_string();
-                for job in batch.drain(..) {
-                    job.finish(Err(StoreError::Backend(message.clone().into())));
-                }
-                continue;
-            }
-        };
-        counts.acquisitions.fetch_add(1, Ordering::Relaxed);
-        let mut held_for = 0;
-        loop {
-            take_waiting(&mut queue, &mut batch);
-            commit_batch(&mut conn, std::mem::take(&mut batch), &changes, &counts).await;
-            held_for += 1;
-            match next_while_held(&mut queue, held_for).await {
-                Some(job) => batch.push(job),
-                None => break,
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
             }
         }
-        // The connection goes back to the pool here, for the writes that use it directly.
+        commit_batch(&pool, std::mem::take(&mut batch), &changes, &counts).await;
     }
-}
-
-/// Adds the jobs already queued to the batch, up to `MAX_BATCH`.
-fn take_waiting(queue: &mut mpsc::UnboundedReceiver<Job>, batch: &mut Vec<Job>) {
-    while batch.len() < MAX_BATCH {
-        match queue.try_recv() {
-            Ok(job) => batch.push(job),
-            Err(_) => break,
-        }
-    }
-}
-
-/// The next job, if one comes soon enough to commit on the connection still held: within
-/// `HOLD_IDLE`, and only until `HOLD_AT_MOST` batches were committed on it. `None` releases
-/// it.
-async fn next_while_held(
-    queue: &mut mpsc::UnboundedReceiver<Job>,
-    batches_held_for: usize,
-) -> Option<Job> {
-    if batches_held_for >= HOLD_AT_MOST {
-        return None;
-    }
-    tokio::time::timeout(HOLD_IDLE, queue.recv())
-        .await
-        .ok()
-        .flatten()
 }
 
 /// Commits the batch together, or else each of its changes alone.
 async fn commit_batch(
-    conn: &mut SqliteConnection,
+    pool: &SqlitePool,
     mut batch: Vec<Job>,
     published: &Changes,
     counts: &Counts,
 ) {
-    match stage_and_commit(conn, &mut batch, counts).await {
+    let mut conn = match pool.acquire().await {
+        Ok(conn) => conn,
+        Err(error) => {
+            let message = error.to_string();
+            for job in batch {
+                job.finish(Err(StoreError::Backend(message.clone().into())));
+            }
+            return;
+        }
+    };
+    match stage_and_commit(&mut conn, &mut batch, counts).await {
         Ok(changes) => {
             for job in batch {
                 job.finish(Ok(()));
@@ -387,7 +335,7 @@ async fn commit_batch(
             tracing::debug!(%error, size = batch.len(), "a batch failed; committing its changes one by one");
             for job in batch {
                 let mut alone = vec![job];
-                let outcome = stage_and_commit(conn, &mut alone, counts).await;
+                let outcome = stage_and_commit(&mut conn, &mut alone, counts).await;
                 let job = alone.pop().expect("one job");
                 match outcome {
                     Ok(changes) => {
@@ -654,62 +602,6 @@ mod tests {
             "50 queued changes took {} commits",
             writer.commits()
         );
-    }
-
-    #[tokio::test]
-    async fn batches_that_follow_each_other_are_committed_on_one_hold_of_the_connection() {
-        let (_db, pool, writer) = started().await;
-
-        // More than MAX_BATCH changes at once: several batches, back to back.
-        let changes = (0..600).map(|n| writer.write(insert(n)));
-        let answers = futures_util::future::join_all(changes).await;
-
-        assert!(answers.iter().all(Result::is_ok), "{answers:?}");
-        assert_eq!(stored(&pool).await.len(), 600);
-        assert!(writer.commits() >= 3, "{} commits", writer.commits());
-        assert!(
-            writer.acquisitions() < writer.commits(),
-            "{} commits took the connection {} times",
-            writer.commits(),
-            writer.acquisitions()
-        );
-    }
-
-    #[tokio::test]
-    async fn a_write_on_the_pool_gets_its_turn_while_changes_keep_coming() {
-        let (_db, pool, writer) = started().await;
-        let busy = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let next = Arc::new(AtomicU64::new(1));
-        // Twice as many callers, each writing one change after another, as a batch holds:
-        // whenever a batch is committed, the next one is already waiting.
-        let callers: Vec<_> = (0..2 * MAX_BATCH)
-            .map(|_| {
-                let (writer, busy, next) = (writer.clone(), busy.clone(), next.clone());
-                tokio::spawn(async move {
-                    while busy.load(Ordering::Relaxed) {
-                        let n = next.fetch_add(1, Ordering::Relaxed) as i64;
-                        writer.write(insert(n)).await.expect("committed");
-                    }
-                })
-            })
-            .collect();
-        while writer.commits() < 5 {
-            tokio::task::yield_now().await;
-        }
-
-        let direct = sqlx::query("insert into effects (n) values (0)").execute(&pool);
-        let turn = tokio::time::timeout(Duration::from_secs(5), direct).await;
-        busy.store(false, Ordering::Relaxed);
-        for caller in callers {
-            caller.await.unwrap();
-        }
-
-        assert!(
-            turn.is_ok(),
-            "the direct write waited 5 s for the connection"
-        );
-        turn.unwrap().expect("the direct write");
-        assert!(stored(&pool).await.contains(&0));
     }
 
     #[tokio::test]
