@@ -12,6 +12,7 @@ use super::idem::{IdemHttp, IdemServer};
 use super::runner::run_for;
 use super::scenario::Scenario;
 use super::sequential::SequentialSqlite;
+use super::throughput::migrated_sqlite_file;
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
 
@@ -60,7 +61,7 @@ async fn the_store_floor_is_counted_exactly_as_the_ledger_holds_it() {
 /// reads back as succeeded, with its claimed and completed events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sequential_floor_writes_operations_idem_reads_as_its_own() {
-    let (database, path) = migrated_sqlite_file().await;
+    let (database, path) = migrated_sqlite_file().await.expect("a migrated file");
     let workload = SequentialSqlite::open(&path).expect("open the floor");
     let measured = run_for(Arc::new(workload), 1, Duration::from_millis(300)).await;
 
@@ -89,7 +90,7 @@ async fn the_sequential_floor_writes_operations_idem_reads_as_its_own() {
 /// The grouped floor writes the same operations, and commits many writes together.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_grouped_floor_writes_the_same_operations_in_fewer_commits() {
-    let (database, path) = migrated_sqlite_file().await;
+    let (database, path) = migrated_sqlite_file().await.expect("a migrated file");
     let workload = Arc::new(GroupedSqlite::open(&path).expect("open the floor"));
     let measured = run_for(workload.clone(), 16, Duration::from_millis(300)).await;
 
@@ -103,16 +104,4 @@ async fn the_grouped_floor_writes_the_same_operations_in_fewer_commits() {
         workload.commits(),
         measured.ok
     );
-}
-
-/// A fresh SQLite file that idem migrated (gone with the first), and its path.
-async fn migrated_sqlite_file() -> (TestDatabase, std::path::PathBuf) {
-    let database = TestDatabase::create(Backend::Sqlite).await;
-    Database::open(database.url())
-        .await
-        .expect("migrate")
-        .close()
-        .await;
-    let path = database.sqlite_path().expect("a file").to_owned();
-    (database, path)
 }

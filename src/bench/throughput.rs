@@ -105,7 +105,7 @@ pub async fn grouped_sqlite_floor(args: &BenchArgs) -> anyhow::Result<Vec<Row>> 
 }
 
 /// A fresh SQLite file that idem migrated (gone with the first), and its path.
-async fn migrated_sqlite_file() -> anyhow::Result<(TestDatabase, PathBuf)> {
+pub(super) async fn migrated_sqlite_file() -> anyhow::Result<(TestDatabase, PathBuf)> {
     let database = TestDatabase::create(Backend::Sqlite).await;
     Database::open(database.url()).await?.close().await;
     let path = database
