@@ -97,17 +97,17 @@ macro_rules! impl_ledger_store {
         }
 
         /// The start of an insert of operations, rows to follow.
-        fn push_insert_head(sql: &mut sqlx::QueryBuilder<'_, $db>) {
+        fn push_insert_head<'a>(sql: &mut impl $crate::storage::push_sql::PushSql<'a, $db>) {
             sql.push(format_args!(
                 "insert into operations ({CREATED_COLUMNS}, {UPDATED_COLUMNS}) values "
             ));
         }
 
         /// `(…)`: the operation's values in the order of `push_insert_head`'s columns.
-        fn push_operation_row(sql: &mut sqlx::QueryBuilder<'_, $db>, operation: &Operation) {
+        fn push_operation_row<'a, S: $crate::storage::push_sql::PushSql<'a, $db>>(sql: &mut S, operation: &Operation) {
             let v = CreatedValues::from(operation);
             sql.push("(");
-            sql.separated(", ")
+            sql.commas()
                 .push_bind(v.id)
                 .push_bind(v.namespace)
                 .push_bind(v.key)
@@ -135,8 +135,8 @@ macro_rules! impl_ledger_store {
         }
 
         /// The values of `UPDATED_COLUMNS`, in their order, separated by `, `.
-        fn push_updated_values(sql: &mut sqlx::QueryBuilder<'_, $db>, v: UpdatedValues) {
-            sql.separated(", ")
+        fn push_updated_values<'a, S: $crate::storage::push_sql::PushSql<'a, $db>>(sql: &mut S, v: UpdatedValues) {
+            sql.commas()
                 .push_bind(v.status)
                 .push_bind(v.attempt)
                 .push_bind(v.result)
@@ -169,19 +169,19 @@ macro_rules! impl_ledger_store {
         }
 
         /// Appends `(…), (…)` for `events`, in the columns of `INSERT_EVENTS`.
-        fn push_event_tuples<'a>(sql: &mut sqlx::QueryBuilder<'a, $db>, events: &'a [Event]) {
+        fn push_event_tuples<'a, S: $crate::storage::push_sql::PushSql<'a, $db>>(sql: &mut S, events: &'a [Event]) {
             for (n, event) in events.iter().enumerate() {
                 if n > 0 {
                     sql.push(", ");
                 }
                 sql.push("(");
-                sql.separated(", ")
+                sql.commas()
                     .push_bind(event.operation_id)
                     .push_bind(event.at)
                     .push_bind(event.kind.as_str())
                     .push_bind(&event.actor)
-                    .push_bind(Json(&event.detail))
-                    .push_unseparated(")");
+                    .push_bind(Json(&event.detail));
+                sql.push(")");
             }
         }
 

@@ -8,6 +8,7 @@ mod ledger_sql;
 mod metrics_sql;
 mod operation_rows;
 mod postgres;
+mod push_sql;
 mod quiet_events;
 mod rows;
 mod sqlite;

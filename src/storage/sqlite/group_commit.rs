@@ -11,41 +11,44 @@
 //! A change that fails while staging must not take the others with it: the batch is rolled
 //! back and each of its changes is committed alone, so each gets its own answer.
 //!
-//! Each statement is a trip to sqlx's SQLite thread and back (a thread woken, a thread
-//! parked), and within a trip each statement's result is one more message that wakes the
-//! writer: both cost more than many a statement's own work. So a change that is only rows
-//! to write with no read between them (a new key's claim, a completion decided from a read)
-//! says so (`Listed`), and the writer stages the listed changes that have the same shape
-//! together: each of the shape's statements once, with the rows of all of them (a
-//! multi-row insert, an `update … from (values …)`), in one trip. The changes of one batch
-//! are all still unanswered, so none of their callers can have relied on another's
-//! outcome: any order of them is an order a single writer could have taken, and the writer
-//! takes the listed ones after the others, grouped by shape. Lists come in lengths 1, 2,
-//! 4 … 64 changes, so their texts stay few and sqlx keeps each prepared (a new text is
-//! prepared afresh, which costs more than the trips it saves). A list either applies
-//! every change's rows or it is refused as a whole: the batch is rolled back and its changes
-//! are committed one by one, where each is answered on its own (a list of one may also find
-//! its guard held it back). Except where each change of a shape applies or not on its own
-//! and can say which it did (an insert that does nothing when its key is taken): a list of
-//! those whose counts fall short asks, in one more trip, which of its changes applied.
+//! Each statement sqlx runs is a trip to sqlx's SQLite thread and back (a thread woken, a
+//! thread parked), which costs more than many a statement's own work. So a change that is
+//! only rows to write with no read between them (a new key's claim, a completion decided
+//! from a read) says so (`Listed`), and the writer stages the listed changes that have the
+//! same shape together: each of the shape's statements once, with the rows of all of them
+//! (a multi-row insert, an `update … from (values …)`). And it runs those statements itself,
+//! on the connection's handle borrowed from sqlx's thread (`direct`): one trip a batch. A
+//! batch of listed changes only — the commonest under load — runs its whole transaction
+//! that way; a batch with changes staged by code of their own runs them through sqlx in
+//! sqlx's transaction first. The changes of one batch are all still unanswered, so none of
+//! their callers can have relied on another's outcome: any order of them is an order a
+//! single writer could have taken, and the writer takes the listed ones after the others,
+//! grouped by shape. Lists come in lengths 1, 2, 4 … 64 changes, so a batch has few texts to
+//! prepare. A list either applies every change's rows or it is refused as a whole: the
+//! batch is rolled back and its changes are committed one by one, where each is answered on
+//! its own (a list of one may also find its guard held it back). Except where each change of
+//! a shape applies or not on its own and can say which it did (an insert that does nothing
+//! when its key is taken): a list of those whose counts fall short asks, in one more query,
+//! which of its changes applied.
 
 use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
-use futures_util::TryStreamExt;
-use sqlx::{Connection, Either, Executor, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{Connection, SqliteConnection, SqlitePool};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
+use super::direct::{direct_error, with_handle, DirectStatement};
+use crate::storage::push_sql::PushSql;
 use crate::storage::{store_error, Staging};
 
 /// The most changes committed together: bounds how long the last of a batch waits for the
 /// ones before it.
 const MAX_BATCH: usize = 256;
 
-/// The most listed changes staged in one trip (a power of two; see the module's note). A
+/// The most listed changes staged in one list (a power of two; see the module's note). A
 /// new key's claim binds 29 values and its event 5: 64 of them stay far below SQLite's limit
 /// of 32,766 per statement.
 const MAX_LIST: usize = 64;
@@ -63,11 +66,12 @@ impl GroupCommit {
     /// Starts the writer on the pool's (single) connection; it publishes committed changes
     /// to `changes`, and stops when the last handle is dropped.
     ///
-    /// The writer gets a thread of its own. Each statement is a trip to sqlx's SQLite
-    /// thread, and the answer wakes the writer from that foreign thread; on the server's
-    /// busy runtime such a wake waits in the shared queue until a worker looks there
-    /// (tokio aims at every ~200 µs), so a batch of n changes would wait that long n + 2
-    /// times, its fsync aside. On its own thread the writer runs as soon as it is woken.
+    /// The writer gets a thread of its own. Each trip to sqlx's SQLite thread ends with an
+    /// answer that wakes the writer from that foreign thread; on the server's busy runtime
+    /// such a wake waits in the shared queue until a worker looks there (tokio aims at
+    /// every ~200 µs), once per trip. On its own thread the writer runs as soon as it is
+    /// woken, and blocking it while it runs a batch's statements (and waits for the commit's
+    /// fsync) directly holds up nothing else.
     pub(crate) fn start(pool: SqlitePool, changes: Changes) -> std::io::Result<Self> {
         let (queue, jobs) = mpsc::unbounded_channel();
         let counts = Arc::new(Counts::default());
@@ -112,7 +116,7 @@ impl GroupCommit {
     }
 
     /// Stages `change`, a list of statements, in the writer's transaction (with others of
-    /// the same shape, in one trip) and answers once it is committed.
+    /// the same shape, in one list) and answers once it is committed.
     pub(crate) async fn write_listed<L: Listed>(&self, change: L) -> Result<L::Output, StoreError> {
         let (reply, answer) = oneshot::channel();
         let job = Job::Listed(Box::new(ListedPending {
@@ -130,22 +134,22 @@ impl GroupCommit {
 /// with the rows of all of them.
 pub(crate) trait ListedRows: Send + Sync {
     /// What the change's statements look like: changes of the same shape must write the same
-    /// text, so that a list of them is a text sqlx has prepared before. (Were they not, the
-    /// list would still be right, only prepared afresh.)
+    /// text, so that a batch prepares a list's text once. (Were they not, the list would
+    /// still be right, only prepared afresh.)
     fn shape(&self) -> Shape;
 
     /// How many statements the shape runs.
     fn statements(&self) -> usize;
 
     /// Appends the text of statement `index` that comes before the rows.
-    fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>);
+    fn push_head(&self, index: usize, sql: &mut DirectStatement<'_>);
 
     /// Appends this change's rows of statement `index`: one or more `(…)`, separated by `, `.
-    fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>);
+    fn push_rows<'a>(&'a self, index: usize, sql: &mut DirectStatement<'a>);
 
     /// Appends the text of statement `index` that comes after the rows; `before` is how many
     /// rows the statement before changes when every change of the list applies.
-    fn push_tail(&self, index: usize, before: u64, sql: &mut QueryBuilder<'_, Sqlite>);
+    fn push_tail(&self, index: usize, before: u64, sql: &mut DirectStatement<'_>);
 
     /// How many rows statement `index` changes for this change when it applies.
     fn rows(&self, index: usize) -> u64;
@@ -154,7 +158,7 @@ pub(crate) trait ListedRows: Send + Sync {
     /// rows only if its first did): appends an SQL expression that is true once this change
     /// applied, and says so. The default, `false`, is a shape whose lists apply whole or
     /// not at all.
-    fn push_applied<'a>(&'a self, _sql: &mut QueryBuilder<'a, Sqlite>) -> bool {
+    fn push_applied<'a>(&'a self, _sql: &mut DirectStatement<'a>) -> bool {
         false
     }
 }
@@ -354,6 +358,22 @@ async fn stage_and_commit(
     batch: &mut [Job],
     counts: &Counts,
 ) -> Result<Vec<OperationChange>, StoreError> {
+    let changes = if batch.iter().any(|job| matches!(job, Job::Staged(_))) {
+        stage_all_and_commit(conn, batch, counts).await?
+    } else {
+        commit_listed_directly(conn, batch, counts).await?
+    };
+    counts.commits.fetch_add(1, Ordering::Relaxed);
+    Ok(changes)
+}
+
+/// A batch with changes staged by code of their own: sqlx runs its transaction and those
+/// changes, and the listed ones go directly, in the same transaction, after them.
+async fn stage_all_and_commit(
+    conn: &mut SqliteConnection,
+    batch: &mut [Job],
+    counts: &Counts,
+) -> Result<Vec<OperationChange>, StoreError> {
     let mut tx = conn
         .begin_with("BEGIN IMMEDIATE")
         .await
@@ -367,16 +387,76 @@ async fn stage_and_commit(
             Job::Listed(job) => listed.push(job),
         }
     }
-    changes.extend(stage_listed(&mut tx, listed, counts).await?);
+    if !listed.is_empty() {
+        changes.extend(with_handle(&mut tx, |direct| stage_listed(direct, listed, counts)).await?);
+    }
     tx.commit().await.map_err(store_error)?;
-    counts.commits.fetch_add(1, Ordering::Relaxed);
     Ok(changes)
+}
+
+/// A batch of listed changes only, the commonest under load: its whole transaction runs
+/// directly, in one borrowing of the handle. Nothing awaits between `BEGIN` and `COMMIT`
+/// or `ROLLBACK`, so the connection never goes back to sqlx inside a transaction.
+///
+/// But sqlx may: a transaction dropped unfinished (by a change that failed in
+/// [`stage_all_and_commit`], or by other code on the pool's connection) is rolled back by
+/// a message sqlx sends its thread without waiting for it. That thread gives the handle up
+/// for each borrowing and takes it back a moment later; a borrowing in that moment gets it
+/// before the thread has read the messages sent since. So a transaction found open is one
+/// sqlx is about to roll back: a ping, which sqlx's thread answers after the messages
+/// before it, lets it do so, and the handle is borrowed again.
+async fn commit_listed_directly(
+    conn: &mut SqliteConnection,
+    batch: &mut [Job],
+    counts: &Counts,
+) -> Result<Vec<OperationChange>, StoreError> {
+    let committed = with_handle(conn, |direct| {
+        direct
+            .is_autocommit()
+            .then(|| commit_listed(direct, batch, counts))
+            .transpose()
+    })
+    .await?;
+    if let Some(changes) = committed {
+        return Ok(changes);
+    }
+    conn.ping().await.map_err(store_error)?;
+    with_handle(conn, |direct| commit_listed(direct, batch, counts)).await
+}
+
+fn commit_listed(
+    direct: &rusqlite::Connection,
+    batch: &mut [Job],
+    counts: &Counts,
+) -> Result<Vec<OperationChange>, StoreError> {
+    direct
+        .execute_batch("BEGIN IMMEDIATE")
+        .map_err(direct_error)?;
+    let listed = batch
+        .iter_mut()
+        .filter_map(|job| match job {
+            Job::Listed(job) => Some(job),
+            Job::Staged(_) => None,
+        })
+        .collect();
+    let committed = stage_listed(direct, listed, counts).and_then(|changes| {
+        direct.execute_batch("COMMIT").map_err(direct_error)?;
+        Ok(changes)
+    });
+    // A failed statement or commit may leave the transaction open (SQLite rolls some
+    // failures back itself): end it, so the connection goes back to sqlx as it came.
+    if committed.is_err() && !direct.is_autocommit() {
+        if let Err(error) = direct.execute_batch("ROLLBACK") {
+            tracing::warn!(%error, "rolling back a failed batch failed");
+        }
+    }
+    committed
 }
 
 /// Stages the listed changes, those of the same shape together, in lists of up to
 /// `MAX_LIST` changes (a power of two each).
-async fn stage_listed(
-    tx: &mut SqliteConnection,
+fn stage_listed(
+    direct: &rusqlite::Connection,
     mut listed: Vec<&mut Box<dyn ListedJob>>,
     counts: &Counts,
 ) -> Result<Vec<OperationChange>, StoreError> {
@@ -388,7 +468,7 @@ async fn stage_listed(
             let length = MAX_LIST.min(1 << rest.len().ilog2());
             let (list, after) = rest.split_at_mut(length);
             let rows: Vec<&dyn ListedRows> = list.iter().map(|job| job.rows()).collect();
-            let applied = stage_list(tx, &rows).await?;
+            let applied = stage_list(direct, &rows)?;
             for (job, applied) in list.iter_mut().zip(applied) {
                 changes.extend(job.take(applied));
             }
@@ -399,12 +479,13 @@ async fn stage_listed(
     Ok(changes)
 }
 
-/// Stages changes of one shape as one list, in one trip: whether each one's rows were
-/// written (`false` for a change whose guard held it back, with nothing of it staged: a
-/// list of one, or one of a shape whose changes apply each on its own); a list whose
-/// statements changed other numbers of rows is `Stale`, to be rolled back.
-pub(crate) async fn stage_list(
-    tx: &mut SqliteConnection,
+/// Stages changes of one shape as one list, each statement once for all of them: whether
+/// each one's rows were written (`false` for a change whose guard held it back, with
+/// nothing of it staged: a list of one, or one of a shape whose changes apply each on its
+/// own); a list whose statements changed other numbers of rows is `Stale`, to be rolled
+/// back.
+pub(crate) fn stage_list(
+    direct: &rusqlite::Connection,
     list: &[&dyn ListedRows],
 ) -> Result<Vec<bool>, StoreError> {
     let Some(first) = list.first() else {
@@ -413,11 +494,9 @@ pub(crate) async fn stage_list(
     let statements = first.statements();
     let every = vec![true; list.len()];
     let expected = rows_written(list, &every, statements);
-    let mut sql = QueryBuilder::<Sqlite>::new("");
+    let mut rows = Vec::with_capacity(statements);
     for index in 0..statements {
-        if index > 0 {
-            sql.push("; ");
-        }
+        let mut sql = DirectStatement::default();
         first.push_head(index, &mut sql);
         for (n, change) in list.iter().enumerate() {
             if n > 0 {
@@ -427,18 +506,27 @@ pub(crate) async fn stage_list(
         }
         let before = index.checked_sub(1).map_or(0, |before| expected[before]);
         first.push_tail(index, before, &mut sql);
+        rows.push(sql.execute(direct)?);
     }
-    let rows = rows_per_statement(tx, sql).await?;
     if rows == expected {
         return Ok(every);
     }
     if list.len() == 1 && rows.iter().all(|&changed| changed == 0) {
         return Ok(vec![false]);
     }
-    match applied_each(tx, list).await? {
+    match applied_each(direct, list)? {
         Some(applied) if rows == rows_written(list, &applied, statements) => Ok(applied),
         _ => Err(StoreError::Stale),
     }
+}
+
+/// [`stage_list`] in a transaction sqlx has open on `tx`.
+#[cfg(test)]
+pub(crate) async fn stage_list_in(
+    tx: &mut SqliteConnection,
+    list: &[&dyn ListedRows],
+) -> Result<Vec<bool>, StoreError> {
+    with_handle(tx, |direct| stage_list(direct, list)).await
 }
 
 /// The rows each statement writes for the changes marked `applied`.
@@ -454,12 +542,13 @@ fn rows_written(list: &[&dyn ListedRows], applied: &[bool], statements: usize) -
         .collect()
 }
 
-/// Which changes of a staged list applied, asked in one trip, if each of them can tell.
-async fn applied_each(
-    tx: &mut SqliteConnection,
+/// Which changes of a staged list applied, asked in one query, if each of them can tell.
+fn applied_each(
+    direct: &rusqlite::Connection,
     list: &[&dyn ListedRows],
 ) -> Result<Option<Vec<bool>>, StoreError> {
-    let mut sql = QueryBuilder::<Sqlite>::new("select ");
+    let mut sql = DirectStatement::default();
+    sql.push("select ");
     for (n, change) in list.iter().enumerate() {
         if n > 0 {
             sql.push(", ");
@@ -468,29 +557,7 @@ async fn applied_each(
             return Ok(None);
         }
     }
-    let row = sql.build().fetch_one(tx).await.map_err(store_error)?;
-    let applied = (0..list.len())
-        .map(|column| row.try_get::<bool, _>(column))
-        .collect::<Result<_, _>>()
-        .map_err(store_error)?;
-    Ok(Some(applied))
-}
-
-/// Runs a list of statements; the rows each changed, in order.
-async fn rows_per_statement(
-    tx: &mut SqliteConnection,
-    mut sql: QueryBuilder<'_, Sqlite>,
-) -> Result<Vec<u64>, StoreError> {
-    tx.fetch_many(sql.build())
-        .try_filter_map(|step| async move {
-            Ok(match step {
-                Either::Left(done) => Some(done.rows_affected()),
-                Either::Right(_) => None,
-            })
-        })
-        .try_collect()
-        .await
-        .map_err(store_error)
+    sql.query_flags(direct, list.len()).map(Some)
 }
 
 fn publish(published: &Changes, changes: Vec<OperationChange>) {
@@ -552,19 +619,19 @@ mod tests {
             2
         }
 
-        fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>) {
+        fn push_head(&self, index: usize, sql: &mut DirectStatement<'_>) {
             sql.push(match index {
                 0 => "insert into effects (n) values ",
                 _ => "insert or ignore into effects (n) values ",
             });
         }
 
-        fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>) {
+        fn push_rows<'a>(&'a self, index: usize, sql: &mut DirectStatement<'a>) {
             let n = if index == 0 { self.0 } else { self.0 + 1000 };
             sql.push("(").push_bind(n).push(")");
         }
 
-        fn push_tail(&self, _: usize, _: u64, _: &mut QueryBuilder<'_, Sqlite>) {}
+        fn push_tail(&self, _: usize, _: u64, _: &mut DirectStatement<'_>) {}
 
         fn rows(&self, _: usize) -> u64 {
             1
@@ -671,6 +738,51 @@ mod tests {
             stored(&pool).await,
             [1, 2, 3, 5, 7, 8, 1001, 1002, 1003, 1005]
         );
+    }
+
+    /// A listed change, queued as the writer queues it, and its answer.
+    fn listed_job(n: i64) -> (Job, oneshot::Receiver<Result<Option<i64>, StoreError>>) {
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Listed(Box::new(ListedPending {
+            change: ListedInsert(n),
+            output: None,
+            reply,
+        }));
+        (job, answer)
+    }
+
+    /// sqlx rolls back a transaction dropped unfinished by a message it does not wait for;
+    /// a batch of listed changes that borrows the handle right after must not find that
+    /// transaction open (its `BEGIN` would fail) nor commit inside it (the rollback would
+    /// then undo it). Repeated, because whether sqlx's thread has read the message yet is
+    /// a race.
+    #[tokio::test]
+    async fn a_listed_batch_right_after_a_dropped_transaction_commits_on_its_own() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let pool = one_writer(&db).await;
+        let mut conn = pool.acquire().await.unwrap();
+        let counts = Counts::default();
+
+        for n in 0..200 {
+            let mut dropped = conn.begin().await.unwrap();
+            sqlx::query("insert into effects (n) values (-1)")
+                .execute(&mut *dropped)
+                .await
+                .unwrap();
+            with_handle(&mut dropped, |_| Ok(())).await.unwrap();
+            drop(dropped);
+
+            let (job, answer) = listed_job(n);
+            let mut batch = vec![job];
+            let staged = stage_and_commit(&mut conn, &mut batch, &counts).await;
+            assert!(staged.is_ok(), "round {n}: {staged:?}");
+            batch.pop().unwrap().finish(Ok(()));
+            assert_eq!(answer.await.unwrap().unwrap(), Some(n));
+        }
+        drop(conn);
+
+        let expected: Vec<i64> = (0..200).chain(1000..1200).collect();
+        assert_eq!(stored(&pool).await, expected, "every batch, no dropped row");
     }
 
     /// A list whose statements changed fewer rows than its changes write is rolled back and

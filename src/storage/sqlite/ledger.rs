@@ -17,6 +17,7 @@ use std::future::Future;
 use std::sync::{Arc, LazyLock};
 use uuid::Uuid;
 
+use super::direct::DirectStatement;
 use super::group_commit::{GroupCommit, Listed, ListedRows, Shape};
 use super::SqliteStore;
 use crate::storage::kept_rows::{self, KeptRows, MadeWrites};
@@ -25,6 +26,7 @@ use crate::storage::operation_rows::{
     list_query, to_text, CreatedValues, EventRow, OperationRow, ToolRow, UpdatedValues,
     CREATED_COLUMNS, OPERATION_COLUMNS, UPDATED_COLUMNS,
 };
+use crate::storage::push_sql::PushSql;
 use crate::storage::quiet_events::EventSink;
 use crate::storage::{store_error, Staging};
 
@@ -125,11 +127,11 @@ fn separate(sql: &mut QueryBuilder<'_, Sqlite>) {
 /// The events statement of a listed change, after its guarded write: the events follow
 /// only if the write changed every row a list of such changes writes (`changes()`: the rows
 /// the statement before changed).
-fn push_guarded_events_head(sql: &mut QueryBuilder<'_, Sqlite>) {
+fn push_guarded_events_head(sql: &mut DirectStatement<'_>) {
     sql.push(INSERT_EVENTS).push("select * from (values ");
 }
 
-fn push_guarded_events_tail(before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
+fn push_guarded_events_tail(before: u64, sql: &mut DirectStatement<'_>) {
     sql.push(format_args!(") where changes() = {before}"));
 }
 
@@ -166,8 +168,8 @@ fn guarded_answer<T: Clone>(
 
 /// A claim whose key had no live operation when it was read outside the writer (most likely
 /// still so), or was not read at all (see [`may_skip_read`]): the new operation is inserted
-/// without reading (again), in one list with its events (staged with other such claims in
-/// one trip to sqlx's thread). The unique index on a key's live operation decides: when the
+/// without reading (again), in one list with its events (staged with other such claims,
+/// each statement once for all). The unique index on a key's live operation decides: when the
 /// key is taken, the insert does nothing, nor do the events, and `None` sends the claim back
 /// to be decided from a read. It is decided at the process's clock as it is sent to the
 /// writer.
@@ -238,28 +240,28 @@ impl ListedRows for NewKeyClaim {
         guarded_statements(&self.events)
     }
 
-    fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>) {
+    fn push_head(&self, index: usize, sql: &mut DirectStatement<'_>) {
         match index {
             0 => push_insert_head(sql),
             _ => push_guarded_events_head(sql),
         }
     }
 
-    fn push_applied<'a>(&'a self, sql: &mut QueryBuilder<'a, Sqlite>) -> bool {
+    fn push_applied<'a>(&'a self, sql: &mut DirectStatement<'a>) -> bool {
         sql.push("exists (select 1 from operations where id = ")
             .push_bind(self.operation.id)
             .push(")");
         true
     }
 
-    fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>) {
+    fn push_rows<'a>(&'a self, index: usize, sql: &mut DirectStatement<'a>) {
         match index {
             0 => push_operation_row(sql, &self.operation),
             _ => push_event_tuples(sql, &self.events),
         }
     }
 
-    fn push_tail(&self, index: usize, _before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
+    fn push_tail(&self, index: usize, _before: u64, sql: &mut DirectStatement<'_>) {
         match index {
             0 => {
                 sql.push(" on conflict do nothing");
@@ -286,7 +288,7 @@ impl Listed for NewKeyClaim {
 /// A completion (or a report of `unknown`) of a pending operation, decided from the row as
 /// this store last leased it (kept in memory) or else from a read outside the writer, and
 /// written only if the operation is still as read: the writer then stages it in a list
-/// (with others, in one trip) instead of reading under its lock first. `None` when it is
+/// (with others, each statement once for all) instead of reading under its lock first. `None` when it is
 /// not such a report, or the operation moved meanwhile (another report, the lease reaper,
 /// a person, a takeover with a new lease): then it is decided again under the lock.
 async fn report_from_read(
@@ -392,7 +394,7 @@ impl<T: Clone + Send + Sync + 'static> ListedRows for UnchangedUpdate<T> {
         guarded_statements(&self.events)
     }
 
-    fn push_head(&self, index: usize, sql: &mut QueryBuilder<'_, Sqlite>) {
+    fn push_head(&self, index: usize, sql: &mut DirectStatement<'_>) {
         match index {
             0 => {
                 sql.push(UPDATE_UNCHANGED_HEAD.as_str());
@@ -402,12 +404,12 @@ impl<T: Clone + Send + Sync + 'static> ListedRows for UnchangedUpdate<T> {
     }
 
     /// `(id, status read, lease read, updated_at read, the new values…)`.
-    fn push_rows<'a>(&'a self, index: usize, sql: &mut QueryBuilder<'a, Sqlite>) {
+    fn push_rows<'a>(&'a self, index: usize, sql: &mut DirectStatement<'a>) {
         if index > 0 {
             return push_event_tuples(sql, &self.events);
         }
         sql.push("(");
-        sql.separated(", ")
+        sql.commas()
             .push_bind(self.after.id)
             .push_bind(to_text(&self.expected_status))
             .push_bind(&self.lease_token)
@@ -417,7 +419,7 @@ impl<T: Clone + Send + Sync + 'static> ListedRows for UnchangedUpdate<T> {
         sql.push(")");
     }
 
-    fn push_tail(&self, index: usize, before: u64, sql: &mut QueryBuilder<'_, Sqlite>) {
+    fn push_tail(&self, index: usize, before: u64, sql: &mut DirectStatement<'_>) {
         match index {
             0 => {
                 sql.push(UPDATE_UNCHANGED_TAIL);
@@ -516,7 +518,7 @@ mod tests {
     use crate::storage::conformance::ledger::{
         complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
     };
-    use crate::storage::sqlite::group_commit::stage_list;
+    use crate::storage::sqlite::group_commit::stage_list_in;
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
 
@@ -554,7 +556,7 @@ mod tests {
                 Box::pin(async move {
                     let (late, first) = &*input;
                     stage_writes(tx, first, &[]).await?;
-                    let applied = stage_list(tx, &[late as &dyn ListedRows]).await?;
+                    let applied = stage_list_in(tx, &[late as &dyn ListedRows]).await?;
                     let (staged, _) = late.answer(applied == [true]);
                     Ok((staged.is_some(), Vec::new()))
                 })
@@ -599,7 +601,7 @@ mod tests {
                 Box::pin(async move {
                     let list: Vec<&dyn ListedRows> =
                         input.iter().map(|c| c as &dyn ListedRows).collect();
-                    Ok((stage_list(tx, &list).await?, Vec::new()))
+                    Ok((stage_list_in(tx, &list).await?, Vec::new()))
                 })
             })
             .await

@@ -15,6 +15,7 @@ use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
 use group_commit::GroupCommit;
 
+mod direct;
 mod group_commit;
 mod identity;
 mod ledger;

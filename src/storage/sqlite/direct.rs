@@ -1,0 +1,159 @@
+//! Statements the SQLite writer runs through SQLite's C API itself (by rusqlite), on the
+//! handle of sqlx's connection, while sqlx's thread for that connection is locked out.
+//!
+//! sqlx runs each SQLite connection on a thread of its own and hands it every statement,
+//! and every result back, as a message: a thread woken and one parked each way. For the
+//! writer's short statements that hand-off costs several times the statement's own work
+//! (the bench's grouped floors: the same group commit through rusqlite ran ~4× as many
+//! claims a second as through sqlx, README "Performance"). So the writer borrows the handle
+//! once per batch (one hand-off) and runs its listed statements, and when it can the whole
+//! transaction, directly. Everything else (pools, reads, migrations, changes staged by
+//! arbitrary code) stays on sqlx.
+//!
+//! Values are encoded by sqlx's own `Encode` implementations, so a row written here holds
+//! exactly what sqlx would have written, and sqlx reads it back the same.
+
+use app::store_error::StoreError;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{ffi, ToSql};
+use sqlx::encode::IsNull;
+use sqlx::error::BoxDynError;
+use sqlx::sqlite::SqliteArgumentValue;
+use sqlx::{Encode, Sqlite, SqliteConnection, Type};
+use std::fmt::{Display, Write as _};
+
+use crate::storage::push_sql::PushSql;
+use crate::storage::store_error;
+
+/// How many statement texts a batch's direct connection keeps prepared: a list of each
+/// length and shape of a batch's listed changes (they come in lengths 1, 2, 4 … 64).
+const PREPARED_PER_BATCH: usize = 64;
+
+/// Runs `work` on the connection's SQLite handle, with sqlx's thread for it locked out
+/// until `work` returns. `work` is synchronous: nothing can cancel it half way.
+pub(crate) async fn with_handle<R>(
+    conn: &mut SqliteConnection,
+    work: impl FnOnce(&rusqlite::Connection) -> Result<R, StoreError>,
+) -> Result<R, StoreError> {
+    let mut locked = conn.lock_handle().await.map_err(store_error)?;
+    // SAFETY: the handle is sqlx's open connection, and only this thread uses it while
+    // `locked` is held (sqlx's thread waits for the lock). rusqlite does not own it: dropped,
+    // it finalizes the statements it prepared and leaves the connection open — and it is
+    // dropped before the lock is, so sqlx never closes a handle with statements of ours.
+    // Both crates link the same libsqlite3-sys (`cargo tree -i libsqlite3-sys`), so the
+    // handle's type is theirs alike; rusqlite sets no hooks on it (its `hooks` features are
+    // off), which would replace sqlx's.
+    let direct = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr()) }
+        .map_err(direct_error)?;
+    direct.set_prepared_statement_cache_capacity(PREPARED_PER_BATCH);
+    let outcome = work(&direct);
+    drop(direct);
+    drop(locked);
+    outcome
+}
+
+/// Translates a rusqlite error as `store_error` does sqlx's: a uniqueness violation is a
+/// `Conflict`, the rest are backend failures.
+pub(crate) fn direct_error(error: rusqlite::Error) -> StoreError {
+    let unique = error.sqlite_error().is_some_and(|failure| {
+        matches!(
+            failure.extended_code,
+            ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+        )
+    });
+    if unique {
+        StoreError::Conflict
+    } else {
+        StoreError::Backend(Box::new(error))
+    }
+}
+
+/// One statement: its text with `?` placeholders, and their values in order.
+#[derive(Default)]
+pub(crate) struct DirectStatement<'a> {
+    sql: String,
+    values: Vec<SqliteArgumentValue<'a>>,
+    /// Why a value could not be encoded, if one could not: the statement is then refused.
+    unencoded: Option<BoxDynError>,
+}
+
+impl<'a> PushSql<'a, Sqlite> for DirectStatement<'a> {
+    fn push(&mut self, sql: impl Display) -> &mut Self {
+        write!(self.sql, "{sql}").expect("writing to a String cannot fail");
+        self
+    }
+
+    fn push_bind<T>(&mut self, value: T) -> &mut Self
+    where
+        T: 'a + Encode<'a, Sqlite> + Type<Sqlite>,
+    {
+        self.sql.push('?');
+        let before = self.values.len();
+        match value.encode(&mut self.values) {
+            Ok(IsNull::Yes) => self.values.push(SqliteArgumentValue::Null),
+            Ok(IsNull::No) => {}
+            Err(error) => {
+                // Keep one value per placeholder; the statement will not run anyway.
+                self.values.truncate(before);
+                self.values.push(SqliteArgumentValue::Null);
+                self.unencoded.get_or_insert(error);
+            }
+        }
+        self
+    }
+}
+
+impl DirectStatement<'_> {
+    /// Runs the statement, prepared once per batch; the rows it changed.
+    pub(crate) fn execute(mut self, direct: &rusqlite::Connection) -> Result<u64, StoreError> {
+        self.refuse_unencoded()?;
+        let mut statement = direct.prepare_cached(&self.sql).map_err(direct_error)?;
+        let changed = statement
+            .execute(rusqlite::params_from_iter(self.values.iter().map(Bound)))
+            .map_err(direct_error)?;
+        Ok(changed as u64)
+    }
+
+    /// Runs a query of one row of `columns` booleans.
+    pub(crate) fn query_flags(
+        mut self,
+        direct: &rusqlite::Connection,
+        columns: usize,
+    ) -> Result<Vec<bool>, StoreError> {
+        self.refuse_unencoded()?;
+        let mut statement = direct.prepare_cached(&self.sql).map_err(direct_error)?;
+        statement
+            .query_row(
+                rusqlite::params_from_iter(self.values.iter().map(Bound)),
+                |row| {
+                    (0..columns)
+                        .map(|column| row.get::<_, bool>(column))
+                        .collect()
+                },
+            )
+            .map_err(direct_error)
+    }
+
+    fn refuse_unencoded(&mut self) -> Result<(), StoreError> {
+        match self.unencoded.take() {
+            Some(error) => Err(StoreError::Backend(error)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A value sqlx encoded, bound as rusqlite binds it.
+struct Bound<'v, 'a>(&'v SqliteArgumentValue<'a>);
+
+impl ToSql for Bound<'_, '_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self.0 {
+            SqliteArgumentValue::Null => ValueRef::Null,
+            SqliteArgumentValue::Text(text) => ValueRef::Text(text.as_bytes()),
+            SqliteArgumentValue::Blob(blob) => ValueRef::Blob(blob),
+            SqliteArgumentValue::Double(real) => ValueRef::Real(*real),
+            SqliteArgumentValue::Int(integer) => ValueRef::Integer(i64::from(*integer)),
+            SqliteArgumentValue::Int64(integer) => ValueRef::Integer(*integer),
+        }))
+    }
+}
