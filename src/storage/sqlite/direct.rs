@@ -6,8 +6,9 @@
 //! writer's short statements that hand-off costs several times the statement's own work
 //! (the bench's grouped floors: the same group commit through rusqlite ran ~4× as many
 //! claims a second as through sqlx, README "Performance"). So the writer borrows the handle
-//! once per batch (one hand-off) and runs its listed statements, and when it can the whole
-//! transaction, directly. Everything else (pools, reads, migrations, changes staged by
+//! (one hand-off) and runs its listed statements, and when it can whole transactions —
+//! batch after batch while they keep coming — directly, each text prepared once a
+//! borrowing. Everything else (pools, reads, migrations, changes staged by
 //! arbitrary code) stays on sqlx.
 //!
 //! Values are encoded by sqlx's own `Encode` implementations, so a row written here holds
@@ -25,9 +26,10 @@ use std::fmt::{Display, Write as _};
 use crate::storage::push_sql::PushSql;
 use crate::storage::store_error;
 
-/// How many statement texts a batch's direct connection keeps prepared: a list of each
-/// length and shape of a batch's listed changes (they come in lengths 1, 2, 4 … 64).
-const PREPARED_PER_BATCH: usize = 64;
+/// How many statement texts a borrowing keeps prepared: the statements of a list of each
+/// shape and length (lists come in lengths 1, 2, 4 … 64) and the queries that ask which
+/// changes of a list applied.
+const PREPARED: usize = 128;
 
 /// Runs `work` on the connection's SQLite handle, with sqlx's thread for it locked out
 /// until `work` returns. `work` is synchronous: nothing can cancel it half way.
@@ -45,7 +47,7 @@ pub(crate) async fn with_handle<R>(
     // off), which would replace sqlx's.
     let direct = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr()) }
         .map_err(direct_error)?;
-    direct.set_prepared_statement_cache_capacity(PREPARED_PER_BATCH);
+    direct.set_prepared_statement_cache_capacity(PREPARED);
     let outcome = work(&direct);
     drop(direct);
     drop(locked);
@@ -104,7 +106,7 @@ impl<'a> PushSql<'a, Sqlite> for DirectStatement<'a> {
 }
 
 impl DirectStatement<'_> {
-    /// Runs the statement, prepared once per batch; the rows it changed.
+    /// Runs the statement, prepared once a borrowing; the rows it changed.
     pub(crate) fn execute(mut self, direct: &rusqlite::Connection) -> Result<u64, StoreError> {
         self.refuse_unencoded()?;
         let mut statement = direct.prepare_cached(&self.sql).map_err(direct_error)?;

@@ -48,6 +48,11 @@ use crate::storage::{store_error, Staging};
 /// ones before it.
 const MAX_BATCH: usize = 256;
 
+/// The most batches committed on one hold of the pool's (one) connection, back to back
+/// while changes keep coming: its other users (touches of API keys and sessions, the
+/// metrics roll-up, the audit log) wait for the writer no longer than this many commits.
+const HOLD_BATCHES: usize = 16;
+
 /// The most listed changes staged in one list (a power of two; see the module's note). A
 /// new key's claim binds 29 values and its event 5: 64 of them stay far below SQLite's limit
 /// of 32,766 per statement.
@@ -81,7 +86,16 @@ impl GroupCommit {
             .build()?;
         std::thread::Builder::new()
             .name("idem-sqlite-writer".into())
-            .spawn(move || runtime.block_on(run(pool, jobs, changes, counted)))?;
+            .spawn(move || {
+                let writer = Writer {
+                    pool,
+                    queue: jobs,
+                    published: changes,
+                    counts: counted,
+                    batch: Vec::with_capacity(MAX_BATCH),
+                };
+                runtime.block_on(writer.run())
+            })?;
         Ok(Self { queue, counts })
     }
 
@@ -197,6 +211,10 @@ enum Job {
 }
 
 impl Job {
+    fn is_staged(&self) -> bool {
+        matches!(self, Job::Staged(_))
+    }
+
     fn finish(self, outcome: Result<(), StoreError>) {
         match self {
             Job::Staged(job) => job.finish(outcome),
@@ -287,89 +305,171 @@ impl<L: Listed> ListedJob for ListedPending<L> {
     }
 }
 
-async fn run(
+/// The writer task: takes the changes that wait, commits them, answers their callers.
+struct Writer {
     pool: SqlitePool,
-    mut queue: mpsc::UnboundedReceiver<Job>,
-    changes: Changes,
+    queue: mpsc::UnboundedReceiver<Job>,
+    published: Changes,
     counts: Arc<Counts>,
-) {
-    let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = queue.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
+    /// The changes taken from the queue and not yet committed.
+    batch: Vec<Job>,
+}
+
+impl Writer {
+    async fn run(mut self) {
+        loop {
+            if self.batch.is_empty() {
+                let Some(first) = self.queue.recv().await else {
+                    return;
+                };
+                self.batch.push(first);
+                self.take_waiting();
+            }
+            match self.pool.acquire().await {
+                Ok(mut conn) => self.hold(&mut conn).await,
+                Err(error) => refuse(std::mem::take(&mut self.batch), store_error(error)),
+            }
+        }
+    }
+
+    /// Adds the changes waiting in the queue to the batch, up to `MAX_BATCH`.
+    fn take_waiting(&mut self) {
+        while self.batch.len() < MAX_BATCH {
+            match self.queue.try_recv() {
+                Ok(job) => self.batch.push(job),
                 Err(_) => break,
             }
         }
-        commit_batch(&pool, std::mem::take(&mut batch), &changes, &counts).await;
+    }
+
+    /// Commits batches on the pool's connection while more keep waiting, up to
+    /// `HOLD_BATCHES`; a batch left over waits for the next hold.
+    async fn hold(&mut self, conn: &mut SqliteConnection) {
+        let mut committed = 0;
+        while committed < HOLD_BATCHES && !self.batch.is_empty() {
+            committed += if self.batch.iter().any(Job::is_staged) {
+                self.commit_batch(conn).await;
+                1
+            } else {
+                self.commit_listed_batches(conn, HOLD_BATCHES - committed)
+                    .await
+            };
+            if self.batch.is_empty() {
+                self.take_waiting();
+            }
+        }
+    }
+
+    /// Commits the batch, which holds changes staged by code of their own, together, or
+    /// else each of its changes alone.
+    async fn commit_batch(&mut self, conn: &mut SqliteConnection) {
+        let mut batch = std::mem::take(&mut self.batch);
+        let outcome = stage_and_commit(conn, &mut batch, &self.counts).await;
+        let Some(retried) = settle(batch, outcome, &self.published) else {
+            return;
+        };
+        for job in retried {
+            let mut alone = vec![job];
+            let outcome = stage_and_commit(conn, &mut alone, &self.counts).await;
+            settle(alone, outcome, &self.published);
+        }
+    }
+
+    /// Commits batches of listed changes only (the commonest under load), back to back
+    /// while the queue has more of them waiting, up to `budget`, all in one borrowing of
+    /// the connection's handle: one hand-off to sqlx's thread for them all, and each text
+    /// of their lists prepared once. Each batch's whole transaction runs directly, and
+    /// nothing awaits between its `BEGIN` and its `COMMIT` or `ROLLBACK`, so the connection
+    /// never goes back to sqlx inside one. Returns how many batches were committed (a batch
+    /// whose handle could not be borrowed counts: its changes were answered); the batch
+    /// left over, if any, has changes of other kinds or has to wait for the next hold.
+    ///
+    /// But sqlx may hand the connection over inside a transaction: one dropped unfinished
+    /// (by a change that failed in [`stage_and_commit`], or by other code on the pool's
+    /// connection) is rolled back by a message sqlx sends its thread without waiting for it.
+    /// That thread gives the handle up for each borrowing and takes it back a moment later;
+    /// a borrowing in that moment gets it before the thread has read the messages sent
+    /// since. So a transaction found open is one sqlx is about to roll back: a ping, which
+    /// sqlx's thread answers after the messages before it, lets it do so, and the handle is
+    /// borrowed again.
+    async fn commit_listed_batches(&mut self, conn: &mut SqliteConnection, budget: usize) -> usize {
+        let mut pinged = false;
+        loop {
+            let committed = with_handle(conn, |direct| {
+                if !pinged && !direct.is_autocommit() {
+                    return Ok(0);
+                }
+                let mut committed = 0;
+                loop {
+                    let batch = std::mem::take(&mut self.batch);
+                    commit_listed_batch(direct, batch, &self.published, &self.counts);
+                    committed += 1;
+                    self.take_waiting();
+                    if committed == budget
+                        || self.batch.is_empty()
+                        || self.batch.iter().any(Job::is_staged)
+                    {
+                        return Ok(committed);
+                    }
+                }
+            })
+            .await;
+            match committed {
+                Ok(0) => {}
+                Ok(committed) => return committed,
+                Err(error) => {
+                    refuse(std::mem::take(&mut self.batch), error);
+                    return 1;
+                }
+            }
+            pinged = true;
+            if let Err(error) = conn.ping().await {
+                refuse(std::mem::take(&mut self.batch), store_error(error));
+                return 1;
+            }
+        }
     }
 }
 
-/// Commits the batch together, or else each of its changes alone.
-async fn commit_batch(
-    pool: &SqlitePool,
-    mut batch: Vec<Job>,
+/// Refuses every change of a batch that could not be staged at all.
+fn refuse(batch: Vec<Job>, error: StoreError) {
+    let message = error.to_string();
+    for job in batch {
+        job.finish(Err(StoreError::Backend(message.clone().into())));
+    }
+}
+
+/// Answers a batch's changes once it is committed, or its one change's caller why not;
+/// a failed batch of several is handed back, to be committed change by change.
+fn settle(
+    batch: Vec<Job>,
+    outcome: Result<Vec<OperationChange>, StoreError>,
     published: &Changes,
-    counts: &Counts,
-) {
-    let mut conn = match pool.acquire().await {
-        Ok(conn) => conn,
-        Err(error) => {
-            let message = error.to_string();
-            for job in batch {
-                job.finish(Err(StoreError::Backend(message.clone().into())));
-            }
-            return;
-        }
-    };
-    match stage_and_commit(&mut conn, &mut batch, counts).await {
+) -> Option<Vec<Job>> {
+    match outcome {
         Ok(changes) => {
             for job in batch {
                 job.finish(Ok(()));
             }
             publish(published, changes);
+            None
         }
         Err(error) if batch.len() == 1 => {
-            if let Some(job) = batch.pop() {
+            if let Some(job) = batch.into_iter().next() {
                 job.finish(Err(error));
             }
+            None
         }
         Err(error) => {
             tracing::debug!(%error, size = batch.len(), "a batch failed; committing its changes one by one");
-            for job in batch {
-                let mut alone = vec![job];
-                let outcome = stage_and_commit(&mut conn, &mut alone, counts).await;
-                let job = alone.pop().expect("one job");
-                match outcome {
-                    Ok(changes) => {
-                        job.finish(Ok(()));
-                        publish(published, changes);
-                    }
-                    Err(error) => job.finish(Err(error)),
-                }
-            }
+            Some(batch)
         }
     }
 }
 
-async fn stage_and_commit(
-    conn: &mut SqliteConnection,
-    batch: &mut [Job],
-    counts: &Counts,
-) -> Result<Vec<OperationChange>, StoreError> {
-    let changes = if batch.iter().any(|job| matches!(job, Job::Staged(_))) {
-        stage_all_and_commit(conn, batch, counts).await?
-    } else {
-        commit_listed_directly(conn, batch, counts).await?
-    };
-    counts.commits.fetch_add(1, Ordering::Relaxed);
-    Ok(changes)
-}
-
 /// A batch with changes staged by code of their own: sqlx runs its transaction and those
 /// changes, and the listed ones go directly, in the same transaction, after them.
-async fn stage_all_and_commit(
+async fn stage_and_commit(
     conn: &mut SqliteConnection,
     batch: &mut [Job],
     counts: &Counts,
@@ -391,39 +491,29 @@ async fn stage_all_and_commit(
         changes.extend(with_handle(&mut tx, |direct| stage_listed(direct, listed, counts)).await?);
     }
     tx.commit().await.map_err(store_error)?;
+    counts.commits.fetch_add(1, Ordering::Relaxed);
     Ok(changes)
 }
 
-/// A batch of listed changes only, the commonest under load: its whole transaction runs
-/// directly, in one borrowing of the handle. Nothing awaits between `BEGIN` and `COMMIT`
-/// or `ROLLBACK`, so the connection never goes back to sqlx inside a transaction.
-///
-/// But sqlx may: a transaction dropped unfinished (by a change that failed in
-/// [`stage_all_and_commit`], or by other code on the pool's connection) is rolled back by
-/// a message sqlx sends its thread without waiting for it. That thread gives the handle up
-/// for each borrowing and takes it back a moment later; a borrowing in that moment gets it
-/// before the thread has read the messages sent since. So a transaction found open is one
-/// sqlx is about to roll back: a ping, which sqlx's thread answers after the messages
-/// before it, lets it do so, and the handle is borrowed again.
-async fn commit_listed_directly(
-    conn: &mut SqliteConnection,
-    batch: &mut [Job],
+/// Commits a batch of listed changes only, together, or else each of them alone.
+fn commit_listed_batch(
+    direct: &rusqlite::Connection,
+    mut batch: Vec<Job>,
+    published: &Changes,
     counts: &Counts,
-) -> Result<Vec<OperationChange>, StoreError> {
-    let committed = with_handle(conn, |direct| {
-        direct
-            .is_autocommit()
-            .then(|| commit_listed(direct, batch, counts))
-            .transpose()
-    })
-    .await?;
-    if let Some(changes) = committed {
-        return Ok(changes);
+) {
+    let outcome = commit_listed(direct, &mut batch, counts);
+    let Some(retried) = settle(batch, outcome, published) else {
+        return;
+    };
+    for job in retried {
+        let mut alone = vec![job];
+        let outcome = commit_listed(direct, &mut alone, counts);
+        settle(alone, outcome, published);
     }
-    conn.ping().await.map_err(store_error)?;
-    with_handle(conn, |direct| commit_listed(direct, batch, counts)).await
 }
 
+/// Stages and commits listed changes in a transaction of their own, run directly.
 fn commit_listed(
     direct: &rusqlite::Connection,
     batch: &mut [Job],
@@ -449,6 +539,9 @@ fn commit_listed(
         if let Err(error) = direct.execute_batch("ROLLBACK") {
             tracing::warn!(%error, "rolling back a failed batch failed");
         }
+    }
+    if committed.is_ok() {
+        counts.commits.fetch_add(1, Ordering::Relaxed);
     }
     committed
 }
@@ -761,7 +854,14 @@ mod tests {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let pool = one_writer(&db).await;
         let mut conn = pool.acquire().await.unwrap();
-        let counts = Counts::default();
+        let (_queue, jobs) = mpsc::unbounded_channel();
+        let mut writer = Writer {
+            pool: pool.clone(),
+            queue: jobs,
+            published: Changes::new(),
+            counts: Arc::default(),
+            batch: Vec::new(),
+        };
 
         for n in 0..200 {
             let mut dropped = conn.begin().await.unwrap();
@@ -773,16 +873,51 @@ mod tests {
             drop(dropped);
 
             let (job, answer) = listed_job(n);
-            let mut batch = vec![job];
-            let staged = stage_and_commit(&mut conn, &mut batch, &counts).await;
-            assert!(staged.is_ok(), "round {n}: {staged:?}");
-            batch.pop().unwrap().finish(Ok(()));
-            assert_eq!(answer.await.unwrap().unwrap(), Some(n));
+            writer.batch.push(job);
+            assert_eq!(writer.commit_listed_batches(&mut conn, 1).await, 1);
+            let answer = answer.await.unwrap();
+            assert!(
+                matches!(answer, Ok(Some(m)) if m == n),
+                "round {n}: {answer:?}"
+            );
         }
         drop(conn);
 
         let expected: Vec<i64> = (0..200).chain(1000..1200).collect();
         assert_eq!(stored(&pool).await, expected, "every batch, no dropped row");
+    }
+
+    /// The writer keeps the pool's one connection while changes keep coming, but not for
+    /// ever: another user of the pool gets it after a few batches, not after the backlog.
+    #[tokio::test]
+    async fn the_pools_other_users_get_the_connection_while_changes_keep_coming() {
+        let (_db, pool, writer) = started().await;
+        const BACKLOG: i64 = 20_000;
+
+        // Changes 2000 apart: each writes n and n + 1000, no two the same row.
+        let backlog = tokio::spawn({
+            let writer = writer.clone();
+            async move {
+                let listed = (0..BACKLOG).map(|n| writer.write_listed(ListedInsert(n * 2000)));
+                futures_util::future::join_all(listed).await
+            }
+        });
+        while writer.commits() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let mut conn = pool.acquire().await.unwrap();
+        let committed: i64 = sqlx::query_scalar("select count(*) from effects where n % 2000 = 0")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        drop(conn);
+
+        assert!(
+            committed < BACKLOG,
+            "the connection came only after the whole backlog ({committed} changes)"
+        );
+        let answers = backlog.await.unwrap();
+        assert!(answers.iter().all(|answer| matches!(answer, Ok(Some(_)))));
     }
 
     /// A list whose statements changed fewer rows than its changes write is rolled back and
