@@ -19,7 +19,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{ffi, ToSql};
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
-use sqlx::sqlite::SqliteArgumentValue;
+use sqlx::sqlite::{LockedSqliteHandle, SqliteArgumentValue};
 use sqlx::{Encode, Sqlite, SqliteConnection, Type};
 use std::fmt::{Display, Write as _};
 
@@ -37,21 +37,40 @@ pub(crate) async fn with_handle<R>(
     conn: &mut SqliteConnection,
     work: impl FnOnce(&rusqlite::Connection) -> Result<R, StoreError>,
 ) -> Result<R, StoreError> {
-    let mut locked = conn.lock_handle().await.map_err(store_error)?;
-    // SAFETY: the handle is sqlx's open connection, and only this thread uses it while
-    // `locked` is held (sqlx's thread waits for the lock). rusqlite does not own it: dropped,
-    // it finalizes the statements it prepared and leaves the connection open — and it is
-    // dropped before the lock is, so sqlx never closes a handle with statements of ours.
-    // Both crates link the same libsqlite3-sys (`cargo tree -i libsqlite3-sys`), so the
-    // handle's type is theirs alike; rusqlite sets no hooks on it (its `hooks` features are
-    // off), which would replace sqlx's.
-    let direct = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr()) }
-        .map_err(direct_error)?;
-    direct.set_prepared_statement_cache_capacity(PREPARED);
-    let outcome = work(&direct);
-    drop(direct);
-    drop(locked);
-    outcome
+    let borrowed = BorrowedHandle::of(conn).await?;
+    work(borrowed.direct())
+}
+
+/// The connection's SQLite handle, borrowed from sqlx's thread, which waits until this is
+/// dropped; meanwhile statements run on it directly.
+pub(crate) struct BorrowedHandle<'c> {
+    // Declared first, so dropped first (also when unwinding): see `of`.
+    direct: rusqlite::Connection,
+    _locked: LockedSqliteHandle<'c>,
+}
+
+impl<'c> BorrowedHandle<'c> {
+    pub(crate) async fn of(conn: &'c mut SqliteConnection) -> Result<Self, StoreError> {
+        let mut locked = conn.lock_handle().await.map_err(store_error)?;
+        // SAFETY: the handle is sqlx's open connection, and only this thread uses it while
+        // `locked` is held (sqlx's thread waits for the lock). rusqlite does not own it:
+        // dropped, it finalizes the statements it prepared and leaves the connection open —
+        // and it is dropped before the lock is, so sqlx never closes a handle with
+        // statements of ours. Both crates link the same libsqlite3-sys (`cargo tree -i
+        // libsqlite3-sys`), so the handle's type is theirs alike; rusqlite sets no hooks on
+        // it (its `hooks` features are off), which would replace sqlx's.
+        let direct = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr()) }
+            .map_err(direct_error)?;
+        direct.set_prepared_statement_cache_capacity(PREPARED);
+        Ok(Self {
+            direct,
+            _locked: locked,
+        })
+    }
+
+    pub(crate) fn direct(&self) -> &rusqlite::Connection {
+        &self.direct
+    }
 }
 
 /// Translates a rusqlite error as `store_error` does sqlx's: a uniqueness violation is a
