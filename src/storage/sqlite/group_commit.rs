@@ -17,10 +17,10 @@
 //! from a read) says so (`Listed`), and the writer stages the listed changes that have the
 //! same shape together: each of the shape's statements once, with the rows of all of them
 //! (a multi-row insert, an `update … from (values …)`). And it runs those statements itself,
-//! on the connection's handle borrowed from sqlx's thread (`direct`): one trip a batch. A
-//! batch of listed changes only — the commonest under load — runs its whole transaction
-//! that way; a batch with changes staged by code of their own runs them through sqlx in
-//! sqlx's transaction first. The changes of one batch are all still unanswered, so none of
+//! on the connection's handle borrowed from sqlx's thread (`direct`): one trip for a run of
+//! batches. A batch of listed changes only — the commonest under load — runs its whole
+//! transaction that way; a batch with changes staged by code of their own runs them through
+//! sqlx in sqlx's transaction first. The changes of one batch are all still unanswered, so none of
 //! their callers can have relied on another's outcome: any order of them is an order a
 //! single writer could have taken, and the writer takes the listed ones after the others,
 //! grouped by shape. Lists come in lengths 1, 2, 4 … 64 changes, so a batch has few texts to
