@@ -28,7 +28,8 @@ use crate::storage::audit_sql::impl_audit_store;
 /// SQLite allows one writer at a time, so all writes go through a pool of exactly one
 /// connection (they queue in the pool instead of spinning on `SQLITE_BUSY`), while reads use
 /// their own pool and, in WAL mode, never wait for the writer. The ledger's changes reach
-/// that connection through `group_commit`, which commits those that queue up together.
+/// that connection through `group_commit`, which commits those that queue up together and,
+/// while they keep coming, keeps the connection for a few dozen batches at a time.
 #[derive(Clone)]
 pub struct SqliteStore {
     writer: SqlitePool,
