@@ -67,6 +67,8 @@ pub struct OperationDetail {
     pub row: OperationRow,
     pub key_source: String,
     pub fingerprint: String,
+    /// What the provider was (or is to be) sent as its idempotency key.
+    pub provider_key: String,
     /// Already redacted when it was stored.
     pub args: Value,
     pub result: Option<Value>,
@@ -140,6 +142,7 @@ mod from_ledger {
                 row: operation.into(),
                 key_source: operation.key_source.as_str().to_owned(),
                 fingerprint: operation.fingerprint.to_string(),
+                provider_key: operation.provider_key.clone(),
                 args: operation.args.clone(),
                 result: operation.result.clone(),
                 error: operation.error.clone(),

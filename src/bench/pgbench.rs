@@ -16,14 +16,15 @@ use super::report::RunResult;
 /// inside quotes, so no literal here has a colon before a letter.
 pub const SCRIPT: &str = r#"\set k random(1, 9223372036854775806)
 begin;
-insert into operations (id, namespace, key, key_source, tool, effect, fingerprint, args,
-                        status, attempt, lease_token, lease_expires_at, created_at, updated_at,
-                        expires_at, runner)
+insert into operations (id, namespace, key, key_source, tool, effect, fingerprint,
+                        provider_key, args, status, attempt, lease_token, lease_expires_at,
+                        created_at, updated_at, expires_at, runner)
 values ((lpad(to_hex(cast(extract(epoch from clock_timestamp()) * 1000 as bigint)), 12, '0')
          || '7' || substr(md5(cast(:k as text)), 1, 19))::uuid,
         'pgbench', 'pgbench-' || :k, 'body', 'bench.charge', 'non_idempotent_write',
         'b5f3c0e0a1d94e7c8f2a6b1c3d5e7f90b5f3c0e0a1d94e7c8f2a6b1c3d5e7f90',
-        '{"amount_cents": 500}', 'pending', 1, md5(cast(:k as text)),
+        'idem_pgbench-' || :k, '{"amount_cents": 500}', 'pending', 1,
+        md5(cast(:k as text)) || md5(cast(-:k as text)),
         now() + interval '30 seconds', now(), now(), now() + interval '1 day', 'agent')
 returning id as op_id \gset
 insert into operation_events (operation_id, at, kind, actor, detail)

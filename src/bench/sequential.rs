@@ -20,10 +20,10 @@ use super::runner::{StepError, Workload};
 /// The operation's row as idem writes a new key's claim (`src/storage/ledger_sql.rs`), with
 /// the values the pgbench floor uses.
 const INSERT_OPERATION: &str = "insert into operations (id, namespace, key, key_source, tool, \
-     effect, fingerprint, args, status, attempt, lease_token, lease_expires_at, created_at, \
-     updated_at, expires_at, runner, ttl_seconds) \
+     effect, fingerprint, provider_key, args, status, attempt, lease_token, lease_expires_at, \
+     created_at, updated_at, expires_at, runner, ttl_seconds) \
      values (?1, 'bench', ?2, 'body', 'bench.charge', 'non_idempotent_write', \
-     'b5f3c0e0a1d94e7c8f2a6b1c3d5e7f90b5f3c0e0a1d94e7c8f2a6b1c3d5e7f90', \
+     'b5f3c0e0a1d94e7c8f2a6b1c3d5e7f90b5f3c0e0a1d94e7c8f2a6b1c3d5e7f90', ?5, \
      '{\"amount_cents\":500}', 'pending', 1, ?3, ?4, ?4, ?4, ?4, 'agent', 86400)";
 
 const INSERT_EVENT: &str =
@@ -79,9 +79,15 @@ pub(super) fn write_claim(
     key: &str,
 ) -> rusqlite::Result<()> {
     let claimed_at = now();
-    let lease = Uuid::new_v4().simple().to_string();
-    tx.prepare_cached(INSERT_OPERATION)?
-        .execute(params![id.as_bytes(), key, lease, claimed_at])?;
+    let lease = app::ledger::LeaseTokenHash::of(&Uuid::new_v4().simple().to_string());
+    let provider_key = app::ledger::provider_key_of(id);
+    tx.prepare_cached(INSERT_OPERATION)?.execute(params![
+        id.as_bytes(),
+        key,
+        lease.as_str(),
+        claimed_at,
+        provider_key
+    ])?;
     insert_event(tx, id, &claimed_at, "claimed", CLAIMED_DETAIL)?;
     Ok(())
 }

@@ -117,19 +117,22 @@ impl Agent {
     }
 
     /// The refund happens at the provider, but its answer comes too late: `unknown`. A retry
-    /// is refused (`409`), and the reconciler finds the refund by its key. Every other time
-    /// the first lookup fails too, so the operation stays unknown a few seconds longer.
+    /// is refused (`409`), and the reconciler finds the refund by its provider key. Every
+    /// other time the first lookup fails too, so the operation stays unknown a few seconds
+    /// longer. The faults name the action, not a key: idem sends each operation's own
+    /// provider key, unknown until the invoke; the demo agent makes one call at a time.
     async fn unknown(&mut self) -> Result<(), CallError> {
         let n = self.next_intent();
         let body = self.scenario.body(REFUND, n);
-        let key = body["key"].clone();
         let delay_ms = u64::from(REFUND_TIMEOUT_MS) * 3;
         self.faults
-            .queue(&json!({ "fault": "delay_after_commit", "key": key, "delay_ms": delay_ms }))
+            .queue(
+                &json!({ "fault": "delay_after_commit", "action": REFUND, "delay_ms": delay_ms }),
+            )
             .await?;
         if n.is_multiple_of(2) {
             self.faults
-                .queue(&json!({ "fault": "lookup_error", "key": key }))
+                .queue(&json!({ "fault": "lookup_error", "action": REFUND }))
                 .await?;
         }
         let reply = self.api.invoke(REFUND, &body).await?;
@@ -146,7 +149,7 @@ impl Agent {
     async fn permanent_error(&mut self) -> Result<(), CallError> {
         let n = self.next_intent();
         let body = self.scenario.body(REFUND, n);
-        let fault = json!({ "fault": "fail_before_commit", "key": body["key"], "status": 400 });
+        let fault = json!({ "fault": "fail_before_commit", "action": REFUND, "status": 400 });
         self.faults.queue(&fault).await?;
         let reply = self.api.invoke(REFUND, &body).await?;
         let reply = expect(reply, StatusCode::CREATED, "invoke a refused refund")?;

@@ -47,12 +47,17 @@ impl HttpProvider {
     }
 
     /// Sends the call and reads the answer, within `timeout_ms` for the whole of it.
-    pub async fn attempt(&self, executor: &ExecutorConfig, key: &str, args: &Value) -> Attempt {
+    pub async fn attempt(
+        &self,
+        executor: &ExecutorConfig,
+        provider_key: &str,
+        args: &Value,
+    ) -> Attempt {
         let call = async {
             let sent = self
                 .client
                 .post(&executor.url)
-                .header("idempotency-key", key)
+                .header("idempotency-key", provider_key)
                 .json(args)
                 .send()
                 .await;
@@ -102,9 +107,14 @@ impl HttpProvider {
 
 #[async_trait::async_trait]
 impl Provider for HttpProvider {
-    #[tracing::instrument(skip_all, fields(key = %key))]
-    async fn execute(&self, executor: &ExecutorConfig, key: &str, args: &Value) -> Execution {
-        let execution = classify(&self.attempt(executor, key, args).await);
+    #[tracing::instrument(skip_all, fields(provider_key = %provider_key))]
+    async fn execute(
+        &self,
+        executor: &ExecutorConfig,
+        provider_key: &str,
+        args: &Value,
+    ) -> Execution {
+        let execution = classify(&self.attempt(executor, provider_key, args).await);
         match &execution {
             Execution::Succeeded { provider_ref, .. } => {
                 tracing::info!(?provider_ref, "the executor succeeded");
@@ -119,9 +129,13 @@ impl Provider for HttpProvider {
         execution
     }
 
-    #[tracing::instrument(skip_all, fields(key = %key))]
-    async fn lookup(&self, executor: &ExecutorConfig, key: &str) -> Result<Lookup, LookupError> {
-        let url = lookup_url(executor.reconcile_url.as_deref(), key)?;
+    #[tracing::instrument(skip_all, fields(provider_key = %provider_key))]
+    async fn lookup(
+        &self,
+        executor: &ExecutorConfig,
+        provider_key: &str,
+    ) -> Result<Lookup, LookupError> {
+        let url = lookup_url(executor.reconcile_url.as_deref(), provider_key)?;
         let call =
             async {
                 let response = self.client.get(url).send().await.map_err(|error| {

@@ -16,6 +16,10 @@ pub struct FaultRequest {
     /// Only calls carrying this `Idempotency-Key` (lookups: this `key`) match.
     #[serde(default)]
     pub key: Option<String>,
+    /// Only calls of this action (`POST /actions/{action}`, its lookups) match: for a caller
+    /// that cannot know the key idem will send (each operation's own provider key).
+    #[serde(default)]
+    pub action: Option<String>,
     /// How many matching calls it hits (default 1).
     #[serde(default)]
     pub times: Option<u32>,
@@ -71,13 +75,25 @@ impl FaultKind {
 pub struct Fault {
     pub kind: FaultKind,
     pub key: Option<String>,
+    pub action: Option<String>,
     pub times: u32,
 }
 
+/// A call to the sandbox, as faults see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// A lookup (`GET …/lookup`) rather than an action.
+    pub lookup: bool,
+    pub action: &'a str,
+    pub key: Option<&'a str>,
+}
+
 impl Fault {
-    /// Whether a call with this key is one the fault waits for.
-    pub fn matches(&self, lookup: bool, key: Option<&str>) -> bool {
-        self.kind.is_lookup() == lookup && self.key.as_deref().is_none_or(|k| Some(k) == key)
+    /// Whether the call is one the fault waits for.
+    pub fn matches(&self, call: Call<'_>) -> bool {
+        self.kind.is_lookup() == call.lookup
+            && self.key.as_deref().is_none_or(|k| Some(k) == call.key)
+            && self.action.as_deref().is_none_or(|a| a == call.action)
     }
 }
 
@@ -86,6 +102,7 @@ impl Fault {
 pub struct FaultView {
     fault: &'static str,
     key: Option<String>,
+    action: Option<String>,
     times: u32,
     delay_ms: Option<u64>,
     status: Option<u16>,
@@ -103,6 +120,7 @@ impl From<&Fault> for FaultView {
         Self {
             fault: fault.kind.name(),
             key: fault.key.clone(),
+            action: fault.action.clone(),
             times: fault.times,
             delay_ms: delay.map(|d| d.as_millis() as u64),
             status: status.map(|s| s.as_u16()),
@@ -141,6 +159,7 @@ impl TryFrom<FaultRequest> for Fault {
         Ok(Self {
             kind,
             key: request.key,
+            action: request.action,
             times,
         })
     }
@@ -226,15 +245,31 @@ mod tests {
         }
     }
 
+    fn call<'a>(lookup: bool, action: &'a str, key: Option<&'a str>) -> Call<'a> {
+        Call {
+            lookup,
+            action,
+            key,
+        }
+    }
+
     #[test]
     fn a_fault_with_a_key_matches_only_that_key_and_its_kind_of_call() {
         let fault = parse(json!({"fault": "drop_after_commit", "key": "k1"})).unwrap();
-        assert!(fault.matches(false, Some("k1")));
-        assert!(!fault.matches(false, Some("k2")));
-        assert!(!fault.matches(false, None));
-        assert!(!fault.matches(true, Some("k1")));
+        assert!(fault.matches(call(false, "refund", Some("k1"))));
+        assert!(!fault.matches(call(false, "refund", Some("k2"))));
+        assert!(!fault.matches(call(false, "refund", None)));
+        assert!(!fault.matches(call(true, "refund", Some("k1"))));
         let any = parse(json!({"fault": "lookup_error"})).unwrap();
-        assert!(any.matches(true, Some("k9")) && any.matches(true, None));
-        assert!(!any.matches(false, None));
+        assert!(any.matches(call(true, "a", Some("k9"))) && any.matches(call(true, "b", None)));
+        assert!(!any.matches(call(false, "a", None)));
+    }
+
+    #[test]
+    fn a_fault_for_an_action_matches_only_that_actions_calls() {
+        let fault = parse(json!({"fault": "drop_after_commit", "action": "refund"})).unwrap();
+        assert!(fault.matches(call(false, "refund", Some("idem_1"))));
+        assert!(fault.matches(call(false, "refund", None)));
+        assert!(!fault.matches(call(false, "email", Some("idem_1"))));
     }
 }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::connection::Connection;
-use super::faults::{Fault, FaultKind, FaultRequest, FaultView};
+use super::faults::{Call, Fault, FaultKind, FaultRequest, FaultView};
 use super::state::{Begin, Effect, Found};
 use super::Shared;
 
@@ -55,7 +55,12 @@ async fn perform(
     args: Value,
 ) -> Response {
     let key = key.as_deref();
-    let fault = state.lock().take_fault(false, key);
+    let call = Call {
+        lookup: false,
+        action: &name,
+        key,
+    };
+    let fault = state.lock().take_fault(call);
     match fault {
         Some(FaultKind::FailBeforeCommit(status)) => {
             return Refusal(status, "injected fault: fail_before_commit".into()).into_response();
@@ -134,7 +139,12 @@ pub(super) async fn lookup(
     let Some(key) = query.0.key else {
         return Err(Refusal(StatusCode::BAD_REQUEST, "missing ?key=".into()));
     };
-    let fault = state.lock().take_fault(true, Some(&key));
+    let call = Call {
+        lookup: true,
+        action: &name,
+        key: Some(&key),
+    };
+    let fault = state.lock().take_fault(call);
     match fault {
         Some(FaultKind::LookupError(status)) => {
             return Err(Refusal(status, "injected fault: lookup_error".into()));

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 
-use super::faults::{Fault, FaultKind, FaultView};
+use super::faults::{Call, Fault, FaultKind, FaultView};
 
 /// One side effect the provider performed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -149,8 +149,8 @@ impl State {
     }
 
     /// Consumes one use of the oldest fault matching the call, if any.
-    pub fn take_fault(&mut self, lookup: bool, key: Option<&str>) -> Option<FaultKind> {
-        let index = self.faults.iter().position(|f| f.matches(lookup, key))?;
+    pub fn take_fault(&mut self, call: Call<'_>) -> Option<FaultKind> {
+        let index = self.faults.iter().position(|f| f.matches(call))?;
         let fault = &mut self.faults[index];
         fault.times -= 1;
         let kind = fault.kind;

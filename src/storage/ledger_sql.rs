@@ -115,6 +115,7 @@ macro_rules! impl_ledger_store {
                 .push_bind(v.tool)
                 .push_bind(v.effect)
                 .push_bind(v.fingerprint)
+                .push_bind(v.provider_key)
                 .push_bind(v.args)
                 .push_bind(v.run_id)
                 .push_bind(v.step)

@@ -2,7 +2,10 @@
 //! as their serde text, so the database and the API always spell them the same way.
 
 use app::domain::ToolPolicy;
-use app::ledger::{Approval, Event, EventKind, Lease, Operation, OperationFilter, RegisteredTool};
+use app::ledger::{
+    Approval, Event, EventKind, HeldLease, LeaseTokenHash, Operation, OperationFilter,
+    RegisteredTool,
+};
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -13,7 +16,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 /// Columns selected for an operation, in `OperationRow` order.
-pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, args, run_id, step, \
+pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, provider_key, args, run_id, step, \
      status, attempt, result, error, retryable, provider_ref, lease_token, lease_expires_at, created_at, updated_at, \
      completed_at, expires_at, approval, approval_expires_at, runner, unknown_since, reconcile_attempts, next_reconcile_at, \
      ttl_seconds";
@@ -91,6 +94,7 @@ pub struct OperationRow {
     tool: String,
     effect: String,
     fingerprint: String,
+    provider_key: String,
     args: Json<Value>,
     run_id: Option<String>,
     step: Option<i64>,
@@ -133,7 +137,14 @@ impl TryFrom<OperationRow> for Operation {
     type Error = StoreError;
     fn try_from(row: OperationRow) -> Result<Self, StoreError> {
         let lease = match (row.lease_token, row.lease_expires_at) {
-            (Some(token), Some(expires_at)) => Some(Lease { token, expires_at }),
+            (Some(stored), Some(expires_at)) => Some(HeldLease {
+                token_hash: LeaseTokenHash::from_stored(stored).ok_or_else(|| {
+                    StoreError::Corrupt(
+                        "a lease token is stored in clear, not as its digest".into(),
+                    )
+                })?,
+                expires_at,
+            }),
             _ => None,
         };
         Ok(Operation {
@@ -144,6 +155,7 @@ impl TryFrom<OperationRow> for Operation {
             tool: from_text(row.tool)?,
             effect: from_text(row.effect)?,
             fingerprint: from_text(row.fingerprint)?,
+            provider_key: row.provider_key,
             args: row.args.0,
             run_id: row.run_id,
             step: row.step.map(|step| step.unsigned_abs()),
@@ -206,7 +218,7 @@ impl TryFrom<EventRow> for Event {
 /// The columns of an operation that no transition changes, in the order
 /// `push_operation_row` binds them before `UPDATED_COLUMNS`.
 pub const CREATED_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, \
-    args, run_id, step, created_at, runner, ttl_seconds";
+    provider_key, args, run_id, step, created_at, runner, ttl_seconds";
 
 /// The columns a transition of an operation may change (all but its identity, its
 /// request and its creation), in the order `push_updated_values` binds them.
@@ -223,6 +235,7 @@ pub struct CreatedValues {
     pub tool: String,
     pub effect: String,
     pub fingerprint: String,
+    pub provider_key: String,
     pub args: Json<Value>,
     pub run_id: Option<String>,
     pub step: Option<i64>,
@@ -241,6 +254,7 @@ impl From<&Operation> for CreatedValues {
             tool: to_text(&op.tool),
             effect: to_text(&op.effect),
             fingerprint: to_text(&op.fingerprint),
+            provider_key: op.provider_key.clone(),
             args: Json(op.args.clone()),
             run_id: op.run_id.clone(),
             step: op.step.map(|step| i64::try_from(step).unwrap_or(i64::MAX)),
@@ -280,7 +294,10 @@ impl From<&Operation> for UpdatedValues {
             error: op.error.clone().map(Json),
             retryable: op.retryable,
             provider_ref: op.provider_ref.clone(),
-            lease_token: op.lease.as_ref().map(|lease| lease.token.clone()),
+            lease_token: op
+                .lease
+                .as_ref()
+                .map(|lease| lease.token_hash.as_str().to_owned()),
             lease_expires_at: op.lease.as_ref().map(|lease| lease.expires_at),
             updated_at: op.updated_at,
             completed_at: op.completed_at,

@@ -76,12 +76,12 @@ async fn idem_killed_between_the_providers_answer_and_its_record_converges_to_on
     let id = listed["operations"][0]["id"].as_str().unwrap().to_owned();
     let settled = wait_for_status(&agent, &id, "succeeded").await;
     assert_eq!(settled["provider_ref"], "eff_1");
-    assert_eq!(sandbox.effects_of("payout:42").await, 1);
+    assert_eq!(sandbox.effects_of_operation(&settled).await, 1);
 
     let replay = agent.invoke("payout", &payout).await;
     assert_eq!(replay.status(), 200);
     assert_eq!(
-        sandbox.effects_of("payout:42").await,
+        sandbox.effects_of_operation(&settled).await,
         1,
         "exactly one effect"
     );
@@ -124,6 +124,13 @@ async fn postgres_two_servers_500_concurrent_invokes_of_one_key_take_effect_once
         statuses.iter().all(|s| matches!(s, 201 | 409 | 200)),
         "every other invoke is told it is in progress or replayed: {statuses:?}"
     );
-    assert_eq!(sandbox.effects_of("refund:contended").await, 1);
+    let replay: Value = first
+        .agent(&key)
+        .invoke("refund", &refund)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(sandbox.effects_of_operation(&replay["operation"]).await, 1);
     assert_eq!(sandbox.total().await, 1, "the provider saw one call");
 }

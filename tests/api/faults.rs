@@ -21,9 +21,19 @@ on_both_databases!(
 );
 
 impl TestSandbox {
-    /// How many effects the provider committed for the key.
-    pub async fn effects_of(&self, key: &str) -> u64 {
-        self.effects().await["by_key"][key].as_u64().unwrap_or(0)
+    /// How many effects the provider committed under `provider_key` (the `Idempotency-Key`
+    /// it was sent).
+    pub async fn effects_of(&self, provider_key: &str) -> u64 {
+        self.effects().await["by_key"][provider_key]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// How many effects the provider committed for the operation: under its provider key.
+    pub async fn effects_of_operation(&self, operation: &Value) -> u64 {
+        let provider_key = operation["provider_key"].as_str();
+        self.effects_of(provider_key.unwrap_or_else(|| panic!("no provider_key in {operation}")))
+            .await
     }
 }
 
@@ -98,12 +108,12 @@ async fn a_provider_that_commits_then_times_out_is_reconciled_to_one_success(db:
 
     let settled = wait_for_status(&agent, &id, "succeeded").await;
     assert_eq!(settled["provider_ref"], "eff_1");
-    assert_eq!(provider.effects_of("charge:1").await, 1);
+    assert_eq!(provider.effects_of_operation(&settled).await, 1);
 
     let replay = agent.invoke("charge", &charge(1)).await;
     assert_eq!(replay.status(), 200);
     assert_eq!(
-        provider.effects_of("charge:1").await,
+        provider.effects_of_operation(&settled).await,
         1,
         "a replay calls nobody"
     );
@@ -132,7 +142,7 @@ async fn the_same_message_delivered_twice_takes_effect_once(db: Db) {
     let second: Value = second.json().await.unwrap();
     assert_eq!(second["replayed"], true);
     assert_eq!(second["operation"]["result"], first["operation"]["result"]);
-    assert_eq!(provider.effects_of("welcome:ada").await, 1);
+    assert_eq!(provider.effects_of_operation(&first["operation"]).await, 1);
 }
 
 async fn the_same_message_delivered_concurrently_takes_effect_once(db: Db) {
@@ -157,7 +167,8 @@ async fn the_same_message_delivered_concurrently_takes_effect_once(db: Db) {
         statuses.iter().all(|s| [201, 200, 409].contains(s)),
         "{statuses:?}"
     );
-    assert_eq!(provider.effects_of("welcome:bob").await, 1);
+    let replay: Value = agent.invoke("email", &message).await.json().await.unwrap();
+    assert_eq!(provider.effects_of_operation(&replay["operation"]).await, 1);
 }
 
 /// Asserts that `expected` occur in `kinds` in this order (other events may come between).
@@ -174,7 +185,11 @@ pub fn assert_in_order(kinds: &[String], expected: &[&str]) {
 async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
     let (provider, _app, agent) = sandbox_rig(db, "transfer", 3000, "treasury").await;
     let transfer = json!({ "tool": "transfer", "key": "transfer:7", "args": { "amount": 100 } });
-    let (id, token, _) = agent.start(&transfer).await;
+    let (id, token, started) = agent.start(&transfer).await;
+    let provider_key = started["operation"]["provider_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // The agent calls the provider itself, slowly: the 1 s lease runs out meanwhile.
     provider
@@ -185,7 +200,7 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
         let provider = provider.clone();
         tokio::spawn(async move {
             let response = provider
-                .act("transfer", Some("transfer:7"), &json!({ "amount": 100 }))
+                .act("transfer", Some(&provider_key), &json!({ "amount": 100 }))
                 .await;
             response.json::<Value>().await.unwrap()
         })
@@ -204,7 +219,7 @@ async fn a_lease_that_runs_out_during_a_slow_call_never_runs_it_twice(db: Db) {
     // The reconciler waits out the executor's timeout, then finds the effect.
     let settled = wait_for_status(&agent, &id, "succeeded").await;
     assert_eq!(settled["provider_ref"], answer["provider_ref"]);
-    assert_eq!(provider.effects_of("transfer:7").await, 1);
+    assert_eq!(provider.effects_of_operation(&settled).await, 1);
     let (kinds, _) = agent.event_kinds(&id).await;
     assert_in_order(
         &kinds,
@@ -226,7 +241,13 @@ async fn a_call_idem_runs_is_never_outlived_by_its_lease(db: Db) {
     let duplicate = agent.invoke("transfer", &transfer).await;
     assert_error(duplicate, 409, "operation_in_progress").await;
     assert_eq!(first.await.unwrap(), 201);
-    assert_eq!(provider.effects_of("transfer:8").await, 1);
+    let replay: Value = agent
+        .invoke("transfer", &transfer)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(provider.effects_of_operation(&replay["operation"]).await, 1);
 }
 
 async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db: Db) {
@@ -245,14 +266,18 @@ async fn a_key_the_provider_never_saw_fails_retryably_and_runs_once_on_retry(db:
     let id = invoked["operation"]["id"].as_str().unwrap().to_owned();
     let failed = wait_for_status(&agent, &id, "failed").await;
     assert_eq!(failed["retryable"], true);
-    assert_eq!(provider.effects_of("charge:2").await, 0);
+    assert_eq!(provider.effects_of_operation(&failed).await, 0);
 
     let retry = agent.invoke("charge", &charge(2)).await;
     assert_eq!(retry.status(), 201);
     let retry: Value = retry.json().await.unwrap();
     assert_eq!(retry["operation"]["status"], "succeeded");
     assert_eq!(retry["operation"]["attempt"], 2);
-    assert_eq!(provider.effects_of("charge:2").await, 1);
+    assert_eq!(
+        retry["operation"]["provider_key"], failed["provider_key"],
+        "a new attempt of an operation reaches the provider under the same key"
+    );
+    assert_eq!(provider.effects_of_operation(&failed).await, 1);
 }
 
 async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
@@ -276,7 +301,7 @@ async fn a_provider_that_cannot_answer_is_asked_again_later(db: Db) {
     // The first lookup fails (the background reconciler's or this one), the attempt is
     // recorded, and a later one settles it.
     let settled = wait_for_status(&agent, &id, "succeeded").await;
-    assert_eq!(provider.effects_of("charge:3").await, 1);
+    assert_eq!(provider.effects_of_operation(&settled).await, 1);
     let (kinds, events) = agent.event_kinds(&id).await;
     let attempted = events.iter().find(|e| e["kind"] == "reconcile_attempted");
     let attempted = attempted.unwrap_or_else(|| panic!("{kinds:?}"));
@@ -302,7 +327,10 @@ async fn permanent_refusals_are_replayed_and_idempotent_tools_are_retried(db: Db
     assert_eq!(refused["operation"]["retryable"], false);
     let replay = agent.invoke("charge", &charge(4)).await;
     assert_eq!(replay.status(), 200, "a permanent failure is replayed");
-    assert_eq!(provider.effects_of("charge:4").await, 0);
+    assert_eq!(
+        provider.effects_of_operation(&refused["operation"]).await,
+        0
+    );
 
     // An idempotent write is retried by idem itself when the provider answers 503.
     provider
@@ -313,5 +341,8 @@ async fn permanent_refusals_are_replayed_and_idempotent_tools_are_retried(db: Db
     assert_eq!(response.status(), 201);
     let upserted: Value = response.json().await.unwrap();
     assert_eq!(upserted["operation"]["status"], "succeeded", "{upserted}");
-    assert_eq!(provider.effects_of("profile:1").await, 1);
+    assert_eq!(
+        provider.effects_of_operation(&upserted["operation"]).await,
+        1
+    );
 }

@@ -21,6 +21,7 @@ mod openapi;
 mod operations;
 mod processes;
 mod provider;
+mod provider_keys;
 mod rate_limits;
 mod read_caches;
 mod roles;

@@ -156,6 +156,7 @@ async fn the_op_schema_has_the_fields_of_the_contract_and_no_lease() {
         "tool",
         "effect",
         "fingerprint",
+        "provider_key",
         "args",
         "run_id",
         "step",

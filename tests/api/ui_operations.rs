@@ -85,6 +85,11 @@ async fn the_operation_page_renders_whole_every_time_and_an_unknown_one_is_404(d
         );
         assert!(!html.contains("something went wrong"), "{html}");
     }
+    let (_, html) = page(&viewer, &format!("/operations/{id}")).await;
+    assert!(
+        html.contains("Provider key") && html.contains(&format!("idem_{id}")),
+        "the page shows what the provider is sent: {html}"
+    );
 
     let (status, html) = page(&viewer, &format!("/operations/{}", uuid::Uuid::nil())).await;
     assert_eq!(status, 404);

@@ -55,7 +55,7 @@ pub(super) fn tool_and_args(tool: &ToolName, args: &Value) -> String {
 }
 
 /// Lowercase hex SHA-256 of `text`'s UTF-8 bytes.
-pub(super) fn sha256_hex(text: &str) -> String {
+pub fn sha256_hex(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
         .fold(String::with_capacity(64), |mut hex, byte| {

@@ -13,7 +13,7 @@ mod redaction;
 mod tool;
 
 pub use canonical::{canonical_json, check_depth, depth, TooDeep, MAX_DEPTH};
-pub use fingerprint::{Fingerprint, InvalidFingerprint};
+pub use fingerprint::{sha256_hex, Fingerprint, InvalidFingerprint};
 pub use key_choice::{
     business_key_from_fields, derive_key, KeyChoice, KeyError, MAX_VERBATIM_RUN_ID_LEN,
 };

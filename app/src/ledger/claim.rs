@@ -171,6 +171,11 @@ pub fn ttl_has_ended(operation: &Operation, now: DateTime<Utc>) -> bool {
     settled && now >= operation.expires_at
 }
 
+/// The provider key of a new operation: its own id, so no other operation ever shares it.
+pub fn provider_key_of(operation_id: Uuid) -> String {
+    format!("idem_{operation_id}")
+}
+
 fn create(
     request: &ClaimRequest,
     actor: &str,
@@ -191,6 +196,7 @@ fn create(
         tool: request.tool.clone(),
         effect: request.policy.effect,
         fingerprint: request.fingerprint.clone(),
+        provider_key: provider_key_of(fresh.operation_id),
         args: request.args.clone(),
         run_id: request.run_id.clone(),
         step: request.step,
@@ -213,7 +219,7 @@ fn create(
         approval: None,
         approval_expires_at: needs_approval
             .then(|| now + Duration::seconds(i64::from(request.policy.approval_ttl_seconds))),
-        lease: (!needs_approval).then(|| lease.clone()),
+        lease: (!needs_approval).then(|| lease.held()),
         runner: request.runner,
         unknown_since: None,
         reconcile_attempts: 0,
@@ -284,7 +290,7 @@ fn relet(
         takeover_allowed: existing.effect.allows_lease_takeover(),
     });
     after.attempt += 1;
-    after.lease = Some(lease.clone());
+    after.lease = Some(lease.held());
     after.updated_at = now;
     after.error = None;
     after.retryable = false;

@@ -44,7 +44,7 @@ pub fn decide_report(
     let same_lease = operation
         .lease
         .as_ref()
-        .is_some_and(|lease| lease.token == token);
+        .is_some_and(|lease| lease.token_hash.matches(token));
     if same_lease && repeats_what_is_stored(&operation, report) {
         return Decision::answer(Ok(operation), Vec::new());
     }

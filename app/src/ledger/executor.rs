@@ -101,8 +101,8 @@ impl Ledger {
         args: &Value,
     ) -> Result<Operation, LedgerError> {
         let provider = self.provider()?.clone();
-        let key = operation.key.as_str();
-        let mut execution = provider.execute(executor, key, args).await;
+        let provider_key = operation.provider_key.as_str();
+        let mut execution = provider.execute(executor, provider_key, args).await;
         if matches!(
             policy.guarantee(),
             Guarantee::Repeatable | Guarantee::ExactlyOnce
@@ -112,7 +112,7 @@ impl Ledger {
                     break;
                 }
                 tokio::time::sleep(pause).await;
-                execution = provider.execute(executor, key, args).await;
+                execution = provider.execute(executor, provider_key, args).await;
             }
         }
         failpoint::pause_if_armed("invoke_after_execute").await;

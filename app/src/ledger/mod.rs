@@ -21,10 +21,12 @@ mod verdict;
 mod write;
 
 pub use changes::{Changes, OperationChange};
-pub use claim::{decide_claim, expire_lease_at, ttl_has_ended, Claim, Fresh};
+pub use claim::{decide_claim, expire_lease_at, provider_key_of, ttl_has_ended, Claim, Fresh};
 pub use complete::{decide_report, Report, ReportRefused};
 pub use executor::{Invoked, EXECUTOR_ACTOR};
-pub use model::{Approval, ClaimRequest, Event, EventKind, Lease, Operation, Runner};
+pub use model::{
+    Approval, ClaimRequest, Event, EventKind, HeldLease, Lease, LeaseTokenHash, Operation, Runner,
+};
 pub use notify::{newly_requested, ApprovalNotifier};
 pub use operator::{ReconcileRound, RECONCILER_ACTOR};
 pub use prepare::{check_request, prepare_claim};

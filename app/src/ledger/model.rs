@@ -3,11 +3,12 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use crate::domain::{
-    transition, Effect, Fingerprint, IdempotencyKey, KeySource, Namespace, OperationStatus,
-    ToolName, ToolPolicy, Transition,
+    sha256_hex, transition, Effect, Fingerprint, IdempotencyKey, KeySource, Namespace,
+    OperationStatus, ToolName, ToolPolicy, Transition,
 };
 
 /// A person's decision on an operation that waited for approval.
@@ -21,12 +22,63 @@ pub struct Approval {
     pub reason: Option<String>,
 }
 
-/// The right to execute an operation until `expires_at`, proven by `token`.
+/// The right to execute an operation until `expires_at`, proven by `token`: what the claimer
+/// is given, once. The ledger keeps only its [`HeldLease`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Lease {
     pub token: String,
     pub expires_at: DateTime<Utc>,
+}
+
+impl Lease {
+    /// What the ledger stores of this lease: its token's digest, never the token.
+    pub fn held(&self) -> HeldLease {
+        HeldLease {
+            token_hash: LeaseTokenHash::of(&self.token),
+            expires_at: self.expires_at,
+        }
+    }
+}
+
+/// A lease as the ledger keeps it. A copy of the database (a backup, a replica, a leaked
+/// dump) then holds nothing that would let anyone report an outcome in the claimer's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldLease {
+    pub token_hash: LeaseTokenHash,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The SHA-256 digest of a lease token, as 64 lowercase hex digits. A token is 32 random
+/// bytes, so a fast hash suffices (as for API keys and session tokens).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseTokenHash(String);
+
+impl LeaseTokenHash {
+    /// The digest of a token as the claimer presents it.
+    pub fn of(token: &str) -> Self {
+        Self(sha256_hex(token))
+    }
+
+    /// A digest as stored. Anything else is not a digest the ledger wrote.
+    pub fn from_stored(stored: String) -> Option<Self> {
+        let is_digest = stored.len() == 64
+            && stored
+                .bytes()
+                .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte));
+        is_digest.then_some(Self(stored))
+    }
+
+    /// Whether `token` is the one this digest was made of, compared in constant time so
+    /// that the time to refuse tells nothing about how close a guess came.
+    pub fn matches(&self, token: &str) -> bool {
+        Self::of(token).0.as_bytes().ct_eq(self.0.as_bytes()).into()
+    }
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// One intent of an agent and what became of it. Serializes as the contract's `Op`; the
@@ -41,6 +93,11 @@ pub struct Operation {
     pub tool: ToolName,
     pub effect: Effect,
     pub fingerprint: Fingerprint,
+    /// What idem passes to the tool's provider as its idempotency key, and looks the effect up
+    /// by: `idem_` and the operation's id, the same for every attempt of this operation and
+    /// different for any other (another namespace, the same key after its TTL). An agent that
+    /// runs the tool itself passes this, not its own key, to a provider that deduplicates.
+    pub provider_key: String,
     #[cfg_attr(feature = "ssr", schema(value_type = Object))]
     pub args: Value,
     pub run_id: Option<String>,
@@ -71,7 +128,7 @@ pub struct Operation {
     /// While `unknown`: when the reconciler may ask the provider again (`None`: now).
     pub next_reconcile_at: Option<DateTime<Utc>>,
     #[serde(skip)]
-    pub lease: Option<Lease>,
+    pub lease: Option<HeldLease>,
 }
 
 /// Who executes an operation's tool once it holds a lease.

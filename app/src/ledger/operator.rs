@@ -141,7 +141,7 @@ impl Ledger {
     ) -> Result<Operation, LedgerError> {
         let lookup = self
             .provider()?
-            .lookup(executor, operation.key.as_str())
+            .lookup(executor, &operation.provider_key)
             .await;
         self.settle(operation.id, Settlement::Reconcile(lookup), actor)
             .await

@@ -23,7 +23,7 @@ pub enum Execution {
     Unknown { error: Value },
 }
 
-/// What the provider says about a key when asked (`GET reconcile_url?key=…`).
+/// What the provider says about a provider key when asked (`GET reconcile_url?key=…`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lookup {
     /// The provider saw the key and did it.
@@ -44,11 +44,20 @@ pub struct LookupError(pub String);
 /// Calls tools on the ledger's behalf.
 #[async_trait::async_trait]
 pub trait Provider: Send + Sync {
-    /// Calls `executor.url` with `args` as the JSON body and `key` as `Idempotency-Key`,
-    /// within `executor.timeout_ms`, and classifies what came back.
-    async fn execute(&self, executor: &ExecutorConfig, key: &str, args: &Value) -> Execution;
+    /// Calls `executor.url` with `args` as the JSON body and the operation's `provider_key` as
+    /// `Idempotency-Key`, within `executor.timeout_ms`, and classifies what came back.
+    async fn execute(
+        &self,
+        executor: &ExecutorConfig,
+        provider_key: &str,
+        args: &Value,
+    ) -> Execution;
 
-    /// Asks `executor.reconcile_url` whether the provider saw `key`. An executor without a
-    /// `reconcile_url` cannot be asked: that is a `LookupError`.
-    async fn lookup(&self, executor: &ExecutorConfig, key: &str) -> Result<Lookup, LookupError>;
+    /// Asks `executor.reconcile_url` whether the provider saw `provider_key`. An executor
+    /// without a `reconcile_url` cannot be asked: that is a `LookupError`.
+    async fn lookup(
+        &self,
+        executor: &ExecutorConfig,
+        provider_key: &str,
+    ) -> Result<Lookup, LookupError>;
 }

@@ -157,6 +157,8 @@ fn Facts(detail: OperationDetail) -> impl IntoView {
             <dd><RelativeTime at=detail.expires_at /></dd>
             <dt>"Lease expires"</dt>
             <dd>{maybe_time(lease)}</dd>
+            <dt>"Provider key"</dt>
+            <dd><CopyText text=detail.provider_key label="provider key" /></dd>
             <dt>"Provider reference"</dt>
             <dd>
                 {match detail.provider_ref {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::seed::{SeedOperation, SeedPlan};
 
-/// Operations per multi-row insert: 18 bound values each stays under SQLite's 32 766.
+/// Operations per multi-row insert: 19 bound values each stays under SQLite's 32 766.
 const OPERATIONS_PER_STATEMENT: usize = 1_000;
 /// Events per multi-row insert (4 bound values each).
 const EVENTS_PER_STATEMENT: usize = 4_000;
@@ -16,8 +16,8 @@ const OPERATIONS_PER_TRANSACTION: u64 = 50_000;
 
 const OPERATIONS_INSERT: &str =
     "insert into operations (id, namespace, key, key_source, tool, effect, \
-    fingerprint, args, run_id, step, status, attempt, result, error, retryable, provider_ref, \
-    created_at, updated_at, completed_at, expires_at, runner, unknown_since) ";
+    fingerprint, provider_key, args, run_id, step, status, attempt, result, error, retryable, \
+    provider_ref, created_at, updated_at, completed_at, expires_at, runner, unknown_since) ";
 const EVENTS_INSERT: &str = "insert into operation_events (operation_id, at, kind, actor, detail) ";
 
 /// The inserts for one backend; the SQL text is the same on both.
@@ -37,6 +37,7 @@ macro_rules! seed_backend {
                     .push_bind(op.tool)
                     .push_bind(op.effect)
                     .push_bind(op.fingerprint.as_str())
+                    .push_bind(app::ledger::provider_key_of(op.id))
                     .push_bind(Json(&op.args))
                     .push_bind(op.run_id.as_str())
                     .push_bind(op.step)

@@ -77,6 +77,14 @@ pub(crate) async fn start(
     }
 }
 
+/// The stored digest of a lease some other claimer took over, as a test writes it behind the
+/// store's back.
+pub(crate) fn taken_over_digest() -> String {
+    app::ledger::LeaseTokenHash::of("taken-over")
+        .as_str()
+        .to_owned()
+}
+
 /// A successful completion's report.
 pub(crate) fn succeeded() -> app::ledger::Report {
     app::ledger::Report::Completed {

@@ -290,7 +290,7 @@ async fn write_if_unchanged<T>(
     let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
     push_write(&mut sql, write);
     sql.push(" and lease_token = ")
-        .push_bind(lease.token.clone())
+        .push_bind(lease.token_hash.as_str().to_owned())
         .push(" and updated_at = ")
         .push_bind(before.updated_at);
     write_alone(sql, &decision.state_events(), &store.pool).await
@@ -363,7 +363,7 @@ impl_ledger_store!(store: PostgresStore, db: Postgres, conn: PgConnection, lock:
 mod tests {
     use super::*;
     use crate::storage::conformance::ledger::{
-        fresh, late_completion, overtaken_completion, request, start, succeeded,
+        fresh, late_completion, overtaken_completion, request, start, succeeded, taken_over_digest,
     };
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
@@ -487,8 +487,9 @@ mod tests {
         let db = TestDatabase::create(Backend::Postgres).await;
         let (store, _, before, token) = pending(&db).await;
         let stale = late_completion(&before, &token, "agent:old");
-        sqlx::query("update operations set lease_token = 'taken-over' where id = $1")
+        sqlx::query("update operations set lease_token = $2 where id = $1")
             .bind(before.id)
+            .bind(taken_over_digest())
             .execute(&store.pool)
             .await
             .unwrap();

@@ -357,7 +357,7 @@ impl<T> UnchangedUpdate<T> {
         Some(Self {
             after: after.clone(),
             expected_status: *expected_status,
-            lease_token: before.lease.as_ref()?.token.clone(),
+            lease_token: before.lease.as_ref()?.token_hash.as_str().to_owned(),
             read_updated_at: before.updated_at,
             events: decision.state_events(),
             decision,
@@ -517,6 +517,7 @@ mod tests {
     use super::*;
     use crate::storage::conformance::ledger::{
         complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
+        taken_over_digest,
     };
     use crate::storage::sqlite::group_commit::stage_list_in;
     use crate::storage::testing::{Backend, TestDatabase};
@@ -728,8 +729,9 @@ mod tests {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let (store, order, started, token) = served_pending(&db).await;
         let other = SqliteStore::open(db.url()).await.unwrap();
-        sqlx::query("update operations set lease_token = 'taken-over' where id = $1")
+        sqlx::query("update operations set lease_token = $2 where id = $1")
             .bind(started.id)
+            .bind(taken_over_digest())
             .execute(&other.writer)
             .await
             .unwrap();
@@ -741,7 +743,10 @@ mod tests {
         );
         let stored = other.operation(started.id).await.unwrap().unwrap();
         assert_eq!(stored.status, OperationStatus::Pending);
-        assert_eq!(stored.lease.unwrap().token, "taken-over");
+        assert_eq!(
+            stored.lease.unwrap().token_hash.as_str(),
+            taken_over_digest()
+        );
         assert_eq!(
             kinds(other.events(started.id).await.unwrap()),
             [EventKind::Claimed]
@@ -781,8 +786,8 @@ mod tests {
         let stale = late_completion(&before, &token, "agent:old");
 
         let mut taken_over = before.clone();
-        taken_over.lease = Some(app::ledger::Lease {
-            token: fresh().lease_token,
+        taken_over.lease = Some(app::ledger::HeldLease {
+            token_hash: app::ledger::LeaseTokenHash::of(&fresh().lease_token),
             expires_at: before.lease.as_ref().unwrap().expires_at,
         });
         let takeover = Write::Update {

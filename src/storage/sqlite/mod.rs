@@ -128,7 +128,37 @@ impl SqliteStore {
     }
 
     pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
-        sqlx::migrate!("migrations/sqlite").run(&self.writer).await
+        sqlx::migrate!("migrations/sqlite")
+            .run(&self.writer)
+            .await?;
+        self.hash_lease_tokens_in_clear()
+            .await
+            .map_err(sqlx::migrate::MigrateError::Execute)
+    }
+
+    /// Replaces the lease tokens stored in clear (before the ledger stored digests) by their
+    /// digests. SQLite has no SHA-256 in SQL, so the migration that made the change listed
+    /// them in `lease_tokens_in_clear`; once hashed, the list is empty and this costs a read.
+    async fn hash_lease_tokens_in_clear(&self) -> Result<(), sqlx::Error> {
+        let mut transaction = self.writer.begin().await?;
+        let in_clear: Vec<(uuid::Uuid, String)> = sqlx::query_as(
+            "select operations.id, operations.lease_token from lease_tokens_in_clear \
+             join operations on operations.id = lease_tokens_in_clear.operation_id \
+             where operations.lease_token is not null",
+        )
+        .fetch_all(&mut *transaction)
+        .await?;
+        for (id, token) in in_clear {
+            sqlx::query("update operations set lease_token = $1 where id = $2")
+                .bind(app::ledger::LeaseTokenHash::of(&token).as_str())
+                .bind(id)
+                .execute(&mut *transaction)
+                .await?;
+        }
+        sqlx::query("delete from lease_tokens_in_clear")
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await
     }
 
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
