@@ -113,7 +113,8 @@ test('an operator reconciles an unknown operation and sees it succeed without re
     },
   });
   const key = unique('charge-key');
-  await sandboxFault({ fault: 'drop_after_commit', key });
+  // idem sends the operation's own provider key, unknown until the invoke: the fault names the tool.
+  await sandboxFault({ fault: 'drop_after_commit', action: tool });
   const { api } = await agentApi();
   const invoked = await api.post(`/v1/tools/${tool}/invoke`, { data: { key, args: { amount_cents: 990 } } });
   const body = await invoked.json();
@@ -132,7 +133,7 @@ test('an operator reconciles an unknown operation and sees it succeed without re
   expect(await page.evaluate(() => (window as unknown as { stillHere?: boolean }).stillHere)).toBe(true);
   await expect(page.locator('ol.timeline li[data-kind="reconciled"]')).toHaveCount(1);
   await screenshot(page, 'actions-reconcile');
-  expect(await sandboxEffects(key)).toBe(1);
+  expect(await sandboxEffects(body.operation.provider_key)).toBe(1);
   // Settled: only force-expire is left for an operator.
   await expect(page.getByRole('button', { name: 'Reconcile now' })).toHaveCount(0);
   await expect(page.getByRole('button', { name: 'Force-expire' })).toBeVisible();

@@ -77,7 +77,7 @@ export async function sandboxFault(fault: Record<string, unknown>) {
   await api.dispose();
 }
 
-/** How many effects the sandbox committed for `key`. */
+/** How many effects the sandbox committed for `key` (idem sends an operation's `provider_key`). */
 export async function sandboxEffects(key: string): Promise<number> {
   const api = await request.newContext({ baseURL: sandboxURL });
   const answer = await api.get('/_effects');
