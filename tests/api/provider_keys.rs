@@ -181,3 +181,29 @@ async fn sqlite_lease_tokens_stored_in_clear_are_hashed_when_the_database_opens(
     );
     reopened.close().await;
 }
+
+/// PostgreSQL's migration hashes the tokens stored in clear in SQL: with the same digest, in
+/// the same spelling, as the ledger compares them by.
+#[tokio::test]
+async fn postgres_hashes_a_lease_token_in_sql_as_the_ledger_does() {
+    let database = idem::storage::testing::TestDatabase::create(Db::Postgres).await;
+    let pool = sqlx::PgPool::connect(database.url()).await.unwrap();
+    let token = app::identity::random_token();
+    let migration = include_str!("../../migrations/postgres/20261205000000_provider_keys.sql");
+    let in_sql = "encode(sha256(convert_to(lease_token, 'UTF8')), 'hex')";
+    assert!(
+        migration.contains(in_sql),
+        "the migration hashes as this test does"
+    );
+    let hashed: String = sqlx::query_scalar(&format!(
+        "select {} from (select $1::text as lease_token) as stored",
+        in_sql
+    ))
+    .bind(&token)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    assert_eq!(hashed, app::domain::sha256_hex(&token));
+    assert!(app::ledger::LeaseTokenHash::of(&token).matches(&token));
+}

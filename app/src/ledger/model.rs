@@ -276,3 +276,38 @@ pub struct Event {
     pub actor: String,
     pub detail: Value,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_lease_keeps_the_digest_and_matches_only_its_token() {
+        let lease = Lease {
+            token: "tok-1".into(),
+            expires_at: Utc::now(),
+        };
+        let held = lease.held();
+        assert_eq!(held.token_hash.as_str(), sha256_hex("tok-1"));
+        assert!(held.token_hash.matches("tok-1"));
+        assert!(!held.token_hash.matches("tok-2"));
+        assert!(!held.token_hash.matches(held.token_hash.as_str()));
+    }
+
+    #[test]
+    fn only_lowercase_sha256_hex_is_a_stored_digest() {
+        let digest = sha256_hex("tok-1");
+        assert!(LeaseTokenHash::from_stored(digest.clone()).is_some());
+        for stored in [
+            "tok-1".to_owned(),
+            digest.to_uppercase(),
+            digest[..63].to_owned(),
+            format!("{digest}0"),
+        ] {
+            assert!(
+                LeaseTokenHash::from_stored(stored.clone()).is_none(),
+                "{stored}"
+            );
+        }
+    }
+}
