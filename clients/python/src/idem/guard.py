@@ -10,7 +10,7 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Optional, TypeVar
 
 from . import errors
 from .models import Claim, Operation
@@ -256,69 +256,85 @@ def _sync_guarded(client: "Idem", spec: GuardSpec, fn: F) -> F:
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         named = spec.call_args(fn, args, kwargs)
-        claim_kw = spec.claim_kwargs(named)
-        on_unavailable, in_progress_wait = _policy(client, spec)
-        try:
-            claim = _sync_claim(client, spec, named, claim_kw, in_progress_wait)
-        except errors.IdemUnavailable:
-            if on_unavailable != "fail_open":
-                raise
-            log.error("idem is unavailable: running %s UNRECORDED (fail_open)", spec.tool)
-            return spec.answer(GuardResult(fn(*args, **kwargs), False, None, None))
-        if not claim.must_execute:
-            return spec.answer(spec.settle(claim))
-        assert claim.lease is not None
-        op, token = claim.operation, claim.lease.token
-        reset = _operation.set(op)
-        try:
-            value = fn(*args, **kwargs)
-        except BaseException as error:
-            _sync_report(client, spec, op, token, error)
-            raise _reported(spec, error) from error
-        finally:
-            _operation.reset(reset)
-        final = _retrying(lambda: client.complete(op.id, token, to_json(value)), on_unavailable, op)
-        return spec.answer(GuardResult(value, False, None, final or op))
+        return spec.answer(call_guarded(client, spec, named, lambda: fn(*args, **kwargs)))
 
     return guarded  # type: ignore[return-value]
+
+
+def call_guarded(
+    client: "Idem", spec: GuardSpec, named: dict[str, Any], act: Callable[[], Any]
+) -> GuardResult:
+    """Claim → `act()` → complete, for the call of `spec.tool` with the arguments `named`."""
+    claim_kw = spec.claim_kwargs(named)
+    on_unavailable, in_progress_wait = _policy(client, spec)
+    try:
+        claim = _sync_claim(client, spec, named, claim_kw, in_progress_wait)
+    except errors.IdemUnavailable:
+        if on_unavailable != "fail_open":
+            raise
+        log.error("idem is unavailable: running %s UNRECORDED (fail_open)", spec.tool)
+        return GuardResult(act(), False, None, None)
+    if not claim.must_execute:
+        return spec.settle(claim)
+    assert claim.lease is not None
+    op, token = claim.operation, claim.lease.token
+    reset = _operation.set(op)
+    try:
+        value = act()
+    except BaseException as error:
+        _sync_report(client, spec, op, token, error)
+        raise _reported(spec, error) from error
+    finally:
+        _operation.reset(reset)
+    final = _retrying(lambda: client.complete(op.id, token, to_json(value)), on_unavailable, op)
+    return GuardResult(value, False, None, final or op)
 
 
 def _async_guarded(client: "AsyncIdem", spec: GuardSpec, fn: F) -> F:
     @functools.wraps(fn)
     async def guarded(*args: Any, **kwargs: Any) -> Any:
         named = spec.call_args(fn, args, kwargs)
-        claim_kw = spec.claim_kwargs(named)
-        on_unavailable, in_progress_wait = _policy(client, spec)
-        try:
-            claim = await _async_claim(client, spec, named, claim_kw, in_progress_wait)
-        except errors.IdemUnavailable:
-            if on_unavailable != "fail_open":
-                raise
-            log.error("idem is unavailable: running %s UNRECORDED (fail_open)", spec.tool)
-            return spec.answer(GuardResult(await fn(*args, **kwargs), False, None, None))
-        if not claim.must_execute:
-            return spec.answer(spec.settle(claim))
-        assert claim.lease is not None
-        op, token = claim.operation, claim.lease.token
-        reset = _operation.set(op)
-        try:
-            value = await fn(*args, **kwargs)
-        except BaseException as error:
-            await _async_report(client, spec, op, token, error)
-            raise _reported(spec, error) from error
-        finally:
-            _operation.reset(reset)
-        final = None
-        for attempt in range(_COMPLETION_ATTEMPTS):
-            try:
-                final = await client.complete(op.id, token, to_json(value))
-                break
-            except errors.IdemUnavailable:
-                if attempt + 1 == _COMPLETION_ATTEMPTS:
-                    _unrecorded(on_unavailable, op)
-        return spec.answer(GuardResult(value, False, None, final or op))
+        return spec.answer(
+            await async_call_guarded(client, spec, named, lambda: fn(*args, **kwargs))
+        )
 
     return guarded  # type: ignore[return-value]
+
+
+async def async_call_guarded(
+    client: "AsyncIdem", spec: GuardSpec, named: dict[str, Any], act: Callable[[], Awaitable[Any]]
+) -> GuardResult:
+    """Claim → `await act()` → complete, for the call of `spec.tool` with the arguments `named`."""
+    claim_kw = spec.claim_kwargs(named)
+    on_unavailable, in_progress_wait = _policy(client, spec)
+    try:
+        claim = await _async_claim(client, spec, named, claim_kw, in_progress_wait)
+    except errors.IdemUnavailable:
+        if on_unavailable != "fail_open":
+            raise
+        log.error("idem is unavailable: running %s UNRECORDED (fail_open)", spec.tool)
+        return GuardResult(await act(), False, None, None)
+    if not claim.must_execute:
+        return spec.settle(claim)
+    assert claim.lease is not None
+    op, token = claim.operation, claim.lease.token
+    reset = _operation.set(op)
+    try:
+        value = await act()
+    except BaseException as error:
+        await _async_report(client, spec, op, token, error)
+        raise _reported(spec, error) from error
+    finally:
+        _operation.reset(reset)
+    final = None
+    for attempt in range(_COMPLETION_ATTEMPTS):
+        try:
+            final = await client.complete(op.id, token, to_json(value))
+            break
+        except errors.IdemUnavailable:
+            if attempt + 1 == _COMPLETION_ATTEMPTS:
+                _unrecorded(on_unavailable, op)
+    return GuardResult(value, False, None, final or op)
 
 
 def _unrecorded(on_unavailable: str, op: Operation) -> None:
