@@ -169,6 +169,10 @@ class Idem(_Base):
         response = self._send(Request("GET", f"/v1/operations/{operation_id}"))
         return operation_of(read_json(response, self.base_url))
 
+    def get_tool(self, name: str) -> Any:
+        """A tool's policy (`GET /v1/tools/{name}`), its default one if never registered."""
+        return read_json(self._send(Request("GET", f"/v1/tools/{name}")), self.base_url)
+
     def put_tool(self, name: str, policy: Mapping[str, Any]) -> Any:
         """Registers a tool's policy (`PUT /v1/tools/{name}`; an admin's credentials)."""
         return read_json(self._send(Request("PUT", f"/v1/tools/{name}", dict(policy))), self.base_url)
@@ -280,6 +284,10 @@ class AsyncIdem(_Base):
         """`GET /v1/operations/{id}`."""
         response = await self._send(Request("GET", f"/v1/operations/{operation_id}"))
         return operation_of(read_json(response, self.base_url))
+
+    async def get_tool(self, name: str) -> Any:
+        """A tool's policy (`GET /v1/tools/{name}`), its default one if never registered."""
+        return read_json(await self._send(Request("GET", f"/v1/tools/{name}")), self.base_url)
 
     async def put_tool(self, name: str, policy: Mapping[str, Any]) -> Any:
         """Registers a tool's policy (`PUT /v1/tools/{name}`; an admin's credentials)."""

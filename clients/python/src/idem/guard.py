@@ -302,13 +302,21 @@ def _async_guarded(client: "AsyncIdem", spec: GuardSpec, fn: F) -> F:
 
 
 async def async_call_guarded(
-    client: "AsyncIdem", spec: GuardSpec, named: dict[str, Any], act: Callable[[], Awaitable[Any]]
+    client: "AsyncIdem",
+    spec: GuardSpec,
+    named: dict[str, Any],
+    act: Callable[[], Awaitable[Any]],
+    claimed: Optional[Claim] = None,
 ) -> GuardResult:
-    """Claim → `await act()` → complete, for the call of `spec.tool` with the arguments `named`."""
-    claim_kw = spec.claim_kwargs(named)
+    """Claim → `await act()` → complete, for the call of `spec.tool` with the arguments `named`.
+
+    `claimed`: a claim already made for this call (its step taken), used instead of a new one.
+    """
     on_unavailable, in_progress_wait = _policy(client, spec)
     try:
-        claim = await _async_claim(client, spec, named, claim_kw, in_progress_wait)
+        claim = claimed or await _async_claim(
+            client, spec, named, spec.claim_kwargs(named), in_progress_wait
+        )
     except errors.IdemUnavailable:
         if on_unavailable != "fail_open":
             raise
