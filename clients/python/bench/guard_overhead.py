@@ -11,13 +11,9 @@ import statistics
 import sys
 import time
 import uuid
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.conftest import server as server_fixture  # noqa: E402
-
-from idem import Idem  # noqa: E402
+from idem import Idem
+from idem.testing import local_server
 
 
 def percentiles(samples: list[float]) -> str:
@@ -27,9 +23,7 @@ def percentiles(samples: list[float]) -> str:
 
 
 def main(n: int) -> None:
-    fixture = server_fixture.__wrapped__()  # type: ignore[attr-defined]
-    server = next(fixture)
-    try:
+    with local_server() as server:
         with Idem(server.base_url, server.new_key()) as client:
 
             @client.guard("bench_noop")
@@ -47,8 +41,6 @@ def main(n: int) -> None:
                         samples.append(time.perf_counter() - start)
                 if phase != "warm-up":
                     print(f"{phase:7} (n={n}): {percentiles(samples)}")
-    finally:
-        next(fixture, None)
 
 
 if __name__ == "__main__":

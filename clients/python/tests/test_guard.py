@@ -8,7 +8,6 @@ import pytest
 import idem
 from idem import AsyncIdem, Idem
 
-from .conftest import act
 
 
 @pytest.fixture
@@ -23,7 +22,7 @@ def refund_tool(client, server, tool_name, **guard):
     @client.guard(tool_name, **guard)
     def refund(order_id: str, amount_cents: int) -> dict:
         calls.append(idem.current_operation())
-        return act(server.sandbox_url, tool_name, {"order_id": order_id, "cents": amount_cents})
+        return server.act(tool_name, {"order_id": order_id, "cents": amount_cents})
 
     return refund, calls
 
@@ -166,7 +165,7 @@ def test_a_rejection_carries_who_and_why(client, server, tool_name):
     with client.run("run-rej"), pytest.raises(idem.Rejected) as rejected:
         refund("o-1", 100)
     assert rejected.value.reason == "refund policy: over the limit"
-    assert rejected.value.decided_by == "pytest-admin"
+    assert rejected.value.decided_by == "local-admin"
     assert "over the limit" in str(rejected.value)
     assert calls == []
 
@@ -224,7 +223,7 @@ def test_the_provider_key_is_available_inside_the_guarded_function(client, serve
     @client.guard(tool_name)
     def pay(amount: int) -> dict:
         seen.append(idem.provider_key())
-        return act(server.sandbox_url, tool_name, {"amount": amount}, key=idem.provider_key())
+        return server.act(tool_name, {"amount": amount}, key=idem.provider_key())
 
     with client.run("run-pk"):
         pay(5)

@@ -13,7 +13,6 @@ import idem
 from idem import AsyncIdem, Idem
 from idem.langgraph import IdemMiddleware
 
-from .conftest import act
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -46,7 +45,7 @@ def refund_agent(client, server, name, args, seen, calls, **middleware):
     def refund(order_id: str, amount_cents: int) -> str:
         """Refund an order."""
         calls.append(order_id)
-        return str(act(server.sandbox_url, name, {"order_id": order_id, "cents": amount_cents}))
+        return str(server.act(name, {"order_id": order_id, "cents": amount_cents}))
 
     model = ScriptedChatModel(tool=name, args=args, seen=seen)
     return create_agent(model, tools=[refund], middleware=[IdemMiddleware(client, **middleware)])
@@ -117,4 +116,4 @@ def test_a_rejection_reaches_the_model_with_the_reason(server, api_key, tool_nam
         server.reject(listed["operations"][0]["id"], "over the refund limit")
         with client.run("lg-reject"):
             agent.invoke(ASK)
-    assert calls == [] and "over the refund limit" in seen[-1] and "pytest-admin" in seen[-1]
+    assert calls == [] and "over the refund limit" in seen[-1] and "local-admin" in seen[-1]

@@ -14,7 +14,6 @@ import idem
 from idem import AsyncIdem
 from idem.openai_agents import idem_function_tool
 
-from .conftest import act
 
 set_tracing_disabled(True)
 
@@ -44,7 +43,7 @@ class ScriptedModel(Model):
 def refund_agent(client, server, tool, args, seen, calls, **guard):
     def refund(order_id: str, amount_cents: int) -> dict:
         calls.append(order_id)
-        return act(server.sandbox_url, tool, {"order_id": order_id, "cents": amount_cents})
+        return server.act(tool, {"order_id": order_id, "cents": amount_cents})
 
     refund.__name__ = tool
     return Agent(name="support", model=ScriptedModel(tool, args, seen),
@@ -112,4 +111,4 @@ async def test_a_rejection_reaches_the_model_with_the_reason(server, api_key, to
         state.approve(paused.interruptions[0])
         with client.run("oa-reject"):
             await Runner.run(agent, state)
-    assert calls == [] and "over the refund limit" in seen[-1] and "pytest-admin" in seen[-1]
+    assert calls == [] and "over the refund limit" in seen[-1] and "local-admin" in seen[-1]

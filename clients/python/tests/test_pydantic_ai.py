@@ -11,7 +11,6 @@ import idem
 from idem import AsyncIdem
 from idem.pydantic_ai import idem_capability
 
-from .conftest import act
 
 
 def scripted(tool: str, args: dict, seen: list):
@@ -34,7 +33,7 @@ def refund_agent(client, server, tool, args, seen, calls):
     @agent.tool_plain(name=tool)
     def refund(order_id: str, amount_cents: int) -> dict:
         calls.append(order_id)
-        return act(server.sandbox_url, tool, {"order_id": order_id, "cents": amount_cents})
+        return server.act(tool, {"order_id": order_id, "cents": amount_cents})
 
     return agent
 
@@ -105,4 +104,4 @@ async def test_a_rejection_reaches_the_model_with_the_reason(server, api_key, to
                             deferred_tool_results=DeferredToolResults(
                                 approvals={request.tool_call_id: True}))
         assert calls == [] and "over the refund limit" in seen[-1]
-        assert "pytest-admin" in seen[-1]
+        assert "local-admin" in seen[-1]
