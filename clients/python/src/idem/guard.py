@@ -389,65 +389,71 @@ def _reported(spec: GuardSpec, error: BaseException) -> BaseException:
     return error
 
 
-def _sync_report(client: "Idem", spec: GuardSpec, op: Operation, token: str, error: BaseException) -> None:
+def _report(spec: GuardSpec, error: BaseException) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+    """The client method (`unknown` or `fail`) and its arguments that record `error`."""
     kind, code, message = _classify(spec, error)
+    if kind == "unknown":
+        return "unknown", (code, message), {}
+    return "fail", (code, message), {"retryable": kind == "retryable"}
+
+
+def _sync_report(client: "Idem", spec: GuardSpec, op: Operation, token: str, error: BaseException) -> None:
+    method, args, kwargs = _report(spec, error)
     try:
-        if kind == "unknown":
-            client.unknown(op.id, token, code, message)
-        else:
-            client.fail(op.id, token, code, message, retryable=kind == "retryable")
+        getattr(client, method)(op.id, token, *args, **kwargs)
     except errors.IdemError as report_error:
-        log.error("could not record %s of operation %s: %s", kind, op.id, report_error)
+        log.error("could not record the %s of operation %s: %s", method, op.id, report_error)
 
 
 async def _async_report(
     client: "AsyncIdem", spec: GuardSpec, op: Operation, token: str, error: BaseException
 ) -> None:
-    kind, code, message = _classify(spec, error)
+    method, args, kwargs = _report(spec, error)
     try:
-        if kind == "unknown":
-            await client.unknown(op.id, token, code, message)
-        else:
-            await client.fail(op.id, token, code, message, retryable=kind == "retryable")
+        await getattr(client, method)(op.id, token, *args, **kwargs)
     except errors.IdemError as report_error:
-        log.error("could not record %s of operation %s: %s", kind, op.id, report_error)
+        log.error("could not record the %s of operation %s: %s", method, op.id, report_error)
+
+
+class _Patience:
+    """How long a claim may still wait (`Prefer: wait`) for approval or another caller's attempt."""
+
+    def __init__(self, spec: GuardSpec, in_progress_wait: float) -> None:
+        self.approval_deadline = _deadline(spec.wait)
+        self.progress_deadline = _deadline(in_progress_wait)
+
+    def next_wait(self, refusal: errors.IdemError) -> float:
+        """Seconds to wait in the next claim; re-raises `refusal` when patience is over."""
+        deadline = (
+            self.approval_deadline
+            if isinstance(refusal, errors.AwaitingApproval)
+            else self.progress_deadline
+        )
+        wait = _left(deadline)
+        if wait < 1:
+            raise refusal
+        return wait
 
 
 def _sync_claim(
     client: "Idem", spec: GuardSpec, named: dict, claim_kw: dict, in_progress_wait: float
 ) -> Claim:
     """Claims; waits (`Prefer: wait`) for another caller's attempt, or for approval if asked to."""
-    wait: Optional[float] = None
-    approval_deadline = _deadline(spec.wait)
-    progress_deadline = _deadline(in_progress_wait)
+    patience, wait = _Patience(spec, in_progress_wait), None
     while True:
         try:
             return client.claim(spec.tool, named, wait=wait, **claim_kw)
-        except errors.AwaitingApproval:
-            wait = _left(approval_deadline)
-            if wait < 1:
-                raise
-        except errors.InProgress:
-            wait = _left(progress_deadline)
-            if wait < 1:
-                raise
+        except (errors.AwaitingApproval, errors.InProgress) as refusal:
+            wait = patience.next_wait(refusal)
 
 
 async def _async_claim(
     client: "AsyncIdem", spec: GuardSpec, named: dict, claim_kw: dict, in_progress_wait: float
 ) -> Claim:
     """Claims; waits (`Prefer: wait`) for another caller's attempt, or for approval if asked to."""
-    wait: Optional[float] = None
-    approval_deadline = _deadline(spec.wait)
-    progress_deadline = _deadline(in_progress_wait)
+    patience, wait = _Patience(spec, in_progress_wait), None
     while True:
         try:
             return await client.claim(spec.tool, named, wait=wait, **claim_kw)
-        except errors.AwaitingApproval:
-            wait = _left(approval_deadline)
-            if wait < 1:
-                raise
-        except errors.InProgress:
-            wait = _left(progress_deadline)
-            if wait < 1:
-                raise
+        except (errors.AwaitingApproval, errors.InProgress) as refusal:
+            wait = patience.next_wait(refusal)
