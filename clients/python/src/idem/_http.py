@@ -92,7 +92,7 @@ def error_for(response: httpx.Response, base_url: str) -> errors.IdemError:
     status = response.status_code
     cls = _ERRORS_BY_CODE.get(code)
     if cls in (errors.InProgress, errors.RateLimited):
-        return cls(message, retry_after=_retry_after(response), **common)  # type: ignore[call-arg]
+        return cls(message, retry_after=_retry_after(response), **common)
     if cls is not None:
         return cls(message, **common)
     if status >= 500:

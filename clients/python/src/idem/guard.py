@@ -117,7 +117,7 @@ class GuardSpec:
     on_unavailable: Optional[str] = None
     exclude: tuple[str, ...] = ()
 
-    def call_args(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
+    def call_args(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments by name, as JSON: what idem fingerprints."""
         bound = inspect.signature(fn).bind(*args, **kwargs)
         bound.apply_defaults()
@@ -436,7 +436,7 @@ class _Patience:
 
 
 def _sync_claim(
-    client: "Idem", spec: GuardSpec, named: dict, claim_kw: dict, in_progress_wait: float
+    client: "Idem", spec: GuardSpec, named: dict[str, Any], claim_kw: dict[str, Any], in_progress_wait: float
 ) -> Claim:
     """Claims; waits (`Prefer: wait`) for another caller's attempt, or for approval if asked to."""
     patience, wait = _Patience(spec, in_progress_wait), None
@@ -448,7 +448,7 @@ def _sync_claim(
 
 
 async def _async_claim(
-    client: "AsyncIdem", spec: GuardSpec, named: dict, claim_kw: dict, in_progress_wait: float
+    client: "AsyncIdem", spec: GuardSpec, named: dict[str, Any], claim_kw: dict[str, Any], in_progress_wait: float
 ) -> Claim:
     """Claims; waits (`Prefer: wait`) for another caller's attempt, or for approval if asked to."""
     patience, wait = _Patience(spec, in_progress_wait), None

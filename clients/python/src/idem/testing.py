@@ -31,7 +31,7 @@ def default_binary() -> str:
     return os.environ.get("IDEM_BIN") or "target/release/idem"
 
 
-def _start(args: list[str], log: Path) -> tuple[subprocess.Popen, str]:
+def _start(args: list[str], log: Path) -> tuple["subprocess.Popen[bytes]", str]:
     handle = log.open("w")
     process = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
