@@ -117,3 +117,36 @@ def test_a_rejection_reaches_the_model_with_the_reason(server, api_key, tool_nam
         with client.run("lg-reject"):
             agent.invoke(ASK)
     assert calls == [] and "over the refund limit" in seen[-1] and "local-admin" in seen[-1]
+
+
+def test_a_task_rerun_after_a_crash_replays_its_guarded_side_effect(server, api_key, tool_name):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.func import entrypoint, task
+
+    calls, crashes = [], []
+    with Idem(server.base_url, api_key) as client:
+
+        @client.guard(tool_name)
+        def refund(order_id: str) -> dict:
+            calls.append(order_id)
+            return server.act(tool_name, {"order_id": order_id})
+
+        @task
+        def refund_step(order_id: str) -> dict:
+            done = refund(order_id)
+            if not crashes:  # the worker dies after the refund, before the task finishes
+                crashes.append(1)
+                raise RuntimeError("worker died")
+            return done
+
+        @entrypoint(checkpointer=InMemorySaver())
+        def workflow(order_id: str) -> dict:
+            return refund_step(order_id).result()
+
+        config = {"configurable": {"thread_id": tool_name}}
+        with client.run("lg-task"), pytest.raises(RuntimeError):
+            workflow.invoke("o-1", config)
+        with client.run("lg-task"):
+            resumed = workflow.invoke(None, config)
+    assert calls == ["o-1"] and server.effects(tool_name) == 1
+    assert resumed["id"].startswith("eff_")
