@@ -12,6 +12,7 @@ import contextlib
 import os
 from typing import Any, Iterator, Optional
 
+from idem import provider_key
 from idem.testing import LocalServer, local_server
 
 TOOL = "refund"
@@ -28,7 +29,9 @@ class Setup:
         print(f"    >>> refunding {amount_cents} cents for order {order_id} at the provider")
         if self.local is None:
             return {"refund_id": f"re_{order_id}", "amount_cents": amount_cents}
-        return dict(self.local.act(TOOL, {"order_id": order_id, "amount_cents": amount_cents}))
+        # The provider deduplicates by its own idempotency key: give it the operation's.
+        body = {"order_id": order_id, "amount_cents": amount_cents}
+        return dict(self.local.act(TOOL, body, key=provider_key()))
 
     def approve_pending(self) -> None:
         """A person approves the waiting refund (here: the example, as the local admin)."""

@@ -45,6 +45,7 @@ def refund_agent(client, server, name, args, seen, calls, **middleware):
     def refund(order_id: str, amount_cents: int) -> str:
         """Refund an order."""
         calls.append(order_id)
+        assert idem.provider_key() is not None  # the operation reaches the tool
         return str(server.act(name, {"order_id": order_id, "cents": amount_cents}))
 
     model = ScriptedChatModel(tool=name, args=args, seen=seen)

@@ -33,6 +33,7 @@ def refund_agent(client, server, tool, args, seen, calls):
     @agent.tool_plain(name=tool)
     def refund(order_id: str, amount_cents: int) -> dict:
         calls.append(order_id)
+        assert idem.provider_key() is not None  # the operation reaches the tool
         return server.act(tool, {"order_id": order_id, "cents": amount_cents})
 
     return agent
