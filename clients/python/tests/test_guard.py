@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -142,11 +143,12 @@ def test_wait_blocks_until_the_person_decides(client, server, tool_name):
     refund, calls = refund_tool(client, server, tool_name, wait=20)
 
     def approve_when_asked():
-        while True:
-            listed = server.admin.get("/v1/operations", params={"tool": tool_name}).json()
-            if listed["operations"]:
-                server.approve(listed["operations"][0]["id"])
+        for _ in range(400):
+            waiting = server.waiting_for_approval(tool_name)
+            if waiting:
+                server.approve(waiting[0])
                 return
+            time.sleep(0.05)
 
     approver = threading.Thread(target=approve_when_asked)
     approver.start()

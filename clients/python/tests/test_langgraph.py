@@ -98,8 +98,7 @@ def test_an_irreversible_tool_waits_for_a_person_without_an_interrupt(server, ap
         with client.run("lg-approve"):
             agent.invoke(ASK)
         assert calls == [] and "waiting for a person's approval" in seen[-1]
-        listed = server.admin.get("/v1/operations", params={"tool": tool_name}).json()
-        server.approve(listed["operations"][0]["id"])
+        server.approve(server.waiting_for_approval(tool_name)[0])
         for _ in range(2):
             with client.run("lg-approve"):
                 agent.invoke(ASK)
@@ -113,8 +112,7 @@ def test_a_rejection_reaches_the_model_with_the_reason(server, api_key, tool_nam
         agent = refund_agent(client, server, tool_name, ARGS, seen, calls)
         with client.run("lg-reject"):
             agent.invoke(ASK)
-        listed = server.admin.get("/v1/operations", params={"tool": tool_name}).json()
-        server.reject(listed["operations"][0]["id"], "over the refund limit")
+        server.reject(server.waiting_for_approval(tool_name)[0], "over the refund limit")
         with client.run("lg-reject"):
             agent.invoke(ASK)
     assert calls == [] and "over the refund limit" in seen[-1] and "local-admin" in seen[-1]

@@ -88,8 +88,7 @@ async def test_an_irreversible_tool_pauses_until_a_person_approves(server, api_k
         with client.run("oa-approve"):
             paused = await Runner.run(agent, "refund order o-1")
         assert paused.interruptions and calls == []
-        listed = server.admin.get("/v1/operations", params={"tool": tool_name}).json()
-        server.approve(listed["operations"][0]["id"])
+        server.approve(server.waiting_for_approval(tool_name)[0])
         state = paused.to_state()
         state.approve(paused.interruptions[0])
         with client.run("oa-approve"):
@@ -106,8 +105,7 @@ async def test_a_rejection_reaches_the_model_with_the_reason(server, api_key, to
         agent = refund_agent(client, server, tool_name, ARGS, seen, calls)
         with client.run("oa-reject"):
             paused = await Runner.run(agent, "refund order o-1")
-        listed = server.admin.get("/v1/operations", params={"tool": tool_name}).json()
-        server.reject(listed["operations"][0]["id"], "over the refund limit")
+        server.reject(server.waiting_for_approval(tool_name)[0], "over the refund limit")
         state = paused.to_state()
         state.approve(paused.interruptions[0])
         with client.run("oa-reject"):
