@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/.ci/tools/node_modules/.bin:$(PATH)
 export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run build test tools test-tools check test-rust test-e2e fuzz bench bench-peers clean-data
+.PHONY: run build test tools test-tools check test-rust test-e2e test-python fuzz bench bench-peers clean-data
 
 ## run: build the release and serve on 127.0.0.1:3000 with SQLite in ./idem.db, with the demo
 ## (sandbox provider, tools, demo people and a simulated agent; passwords printed on stdout)
@@ -25,7 +25,7 @@ test-tools:
 	./.ci/install-tools test
 
 ## test: formatting, lints, Rust tests on SQLite and PostgreSQL, browser tests
-test: test-tools check test-rust build test-e2e
+test: test-tools check test-rust build test-e2e test-python
 
 check:
 	cargo fmt --all -- --check
@@ -45,6 +45,10 @@ test-rust:
 
 test-e2e:
 	cd end2end && npx playwright test
+
+## test-python: the Python client (clients/python) against target/release/idem
+test-python:
+	./.ci/test-python
 
 # Fuzzing (not part of `make test`): each target for FUZZ_SECONDS, on stable Rust
 # (RUSTC_BOOTSTRAP lets cargo-fuzz pass its -Z flags). New inputs it finds are kept in

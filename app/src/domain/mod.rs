@@ -11,6 +11,8 @@ mod paths;
 mod people;
 mod redaction;
 mod tool;
+#[cfg(test)]
+mod vectors;
 
 pub use canonical::{canonical_json, check_depth, depth, TooDeep, MAX_DEPTH};
 pub use fingerprint::{sha256_hex, Fingerprint, InvalidFingerprint};

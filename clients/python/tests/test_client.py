@@ -1,0 +1,99 @@
+"""The low-level client against a real server: typed answers and one exception per error."""
+
+import pytest
+
+import idem
+from idem import AsyncIdem, Idem
+
+ARGS = {"order_id": "1234", "amount_cents": 500}
+
+
+def test_claim_complete_and_replay_with_a_derived_key(server, api_key, tool_name):
+    with Idem(server.base_url, api_key) as client:
+        first = client.claim(tool_name, ARGS, run_id="run-42", step=4)
+        assert first.must_execute and first.status_code == 201
+        assert first.operation.key == idem.derived_key("run-42", 4, tool_name, ARGS)
+        assert first.operation.fingerprint == idem.fingerprint(tool_name, ARGS)
+        done = client.complete(first.operation.id, first.lease.token, {"refund_id": "re_1"})
+        assert done.status == "succeeded" and done.result == {"refund_id": "re_1"}
+        again = client.claim(tool_name, {"amount_cents": 500.0, "order_id": "1234"},
+                             run_id="run-42", step=4)
+        assert again.replayed and not again.must_execute
+        assert "no new action taken" in again.note
+        assert again.operation.result == {"refund_id": "re_1"}
+        assert client.get(first.operation.id).status == "succeeded"
+
+
+def test_each_contract_error_has_its_exception(server, api_key, tool_name):
+    with Idem(server.base_url, api_key) as client:
+        first = client.claim(tool_name, ARGS, key="k-1")
+        with pytest.raises(idem.InProgress) as in_progress:
+            client.claim(tool_name, ARGS, key="k-1")
+        assert in_progress.value.operation.id == first.operation.id
+        assert in_progress.value.retry_after is not None
+        with pytest.raises(idem.KeyReused) as reused:
+            client.claim(tool_name, {"order_id": "9"}, key="k-1")
+        assert reused.value.code == "idempotency_key_reused" and reused.value.status_code == 422
+        client.unknown(first.operation.id, first.lease.token, "timeout", "no answer")
+        with pytest.raises(idem.OutcomeUnknown):
+            client.claim(tool_name, ARGS, key="k-1")
+        with pytest.raises(idem.LeaseLost):
+            client.complete(first.operation.id, "not-the-token", {})
+        with pytest.raises(idem.BadRequest) as missing:
+            client.claim(tool_name, ARGS)
+        assert missing.value.code == "missing_idempotency_key"
+    with Idem(server.base_url, "wrong-key") as stranger:
+        with pytest.raises(idem.Unauthorized):
+            stranger.claim(tool_name, ARGS, key="k-1")
+
+
+def test_a_permanent_failure_is_replayed(server, api_key, tool_name):
+    with Idem(server.base_url, api_key) as client:
+        first = client.claim(tool_name, ARGS, key="k-fail")
+        failed = client.fail(first.operation.id, first.lease.token, "card_declined", "declined")
+        assert failed.status == "failed" and not failed.retryable
+        again = client.claim(tool_name, ARGS, key="k-fail")
+        assert again.replayed and again.operation.error["code"] == "card_declined"
+
+
+def test_awaiting_approval_carries_the_operation_and_the_dashboard_link(server, api_key, tool_name):
+    server.put_tool(tool_name, effect="irreversible")
+    with Idem(server.base_url, api_key) as client:
+        with pytest.raises(idem.AwaitingApproval) as waiting:
+            client.claim(tool_name, ARGS, key="wire-1")
+        op_id = waiting.value.operation_id
+        assert waiting.value.dashboard_url == f"{server.base_url}/operations/{op_id}"
+        server.approve(op_id)
+        granted = client.wait(tool_name, ARGS, key="wire-1", seconds=5)
+        assert granted.must_execute and granted.operation.id == op_id
+
+
+def test_an_unreachable_server_is_idem_unavailable():
+    with Idem("http://127.0.0.1:9", "k", timeout=2) as client:
+        with pytest.raises(idem.IdemUnavailable):
+            client.claim("refund", ARGS, key="k")
+
+
+async def test_the_async_client_speaks_the_same_contract(server, api_key, tool_name):
+    async with AsyncIdem(server.base_url, api_key) as client:
+        first = await client.claim(tool_name, ARGS, key="a-1")
+        assert first.must_execute
+        done = await client.complete(first.operation.id, first.lease.token, 7)
+        assert done.result == 7
+        again = await client.claim(tool_name, ARGS, key="a-1")
+        assert again.replayed and again.operation.result == 7
+        with pytest.raises(idem.KeyReused):
+            await client.claim(tool_name, {"x": 1}, key="a-1")
+
+
+def test_invoke_lets_idem_call_the_executor(server, api_key, tool_name):
+    server.put_tool(
+        tool_name, effect="non_idempotent_write",
+        executor={"url": f"{server.sandbox_url}/actions/{tool_name}", "timeout_ms": 5000},
+    )
+    with Idem(server.base_url, api_key) as client:
+        first = client.invoke(tool_name, ARGS, key="inv-1")
+        assert first.operation.status == "succeeded"
+        again = client.invoke(tool_name, ARGS, key="inv-1")
+        assert again.replayed
+    assert server.effects(tool_name) == 1
