@@ -223,6 +223,9 @@ impl Application {
 fn outbound_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .user_agent(concat!("idem/", env!("CARGO_PKG_VERSION")))
+        // A redirect would send the request, with what it carries, to an address nobody
+        // configured; a 3xx is answered as a failed delivery instead.
+        .redirect(reqwest::redirect::Policy::none())
         .build()
 }
 
@@ -326,7 +329,15 @@ fn router(state: AppState, config: &ServeConfig) -> Router {
         .route("/auth/{*rest}", any(http::not_found))
         .merge(ui)
         .with_state(state);
-    around(routes, Duration::from_secs(config.request_timeout_secs))
+    let routes = around(routes, Duration::from_secs(config.request_timeout_secs));
+    if config.serves_https() {
+        routes.layer(SetResponseHeaderLayer::if_not_present(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static(http::transport::HSTS),
+        ))
+    } else {
+        routes
+    }
 }
 
 /// What every answer goes through, from the outside in: tracing and request ids, the
@@ -341,6 +352,9 @@ fn around(routes: Router, request_timeout: Duration) -> Router {
         .layer(CatchPanicLayer::new())
         .layer(axum::middleware::from_fn(http::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn(http::ensure_error_shape))
+        .layer(axum::middleware::from_fn(
+            http::transport::no_store_for_private_answers,
+        ))
         // Every answer: no MIME sniffing, no referrer leaking ids to other sites, and no
         // framing by other pages (clickjacking an approval button). Pages set their own,
         // fuller CSP while rendering (`http::csp`); this one is for everything else.

@@ -18,11 +18,18 @@ pub async fn refuse_cross_site(request: Request<Body>, next: Next) -> Response {
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
     );
-    if unsafe_method && !has_bearer(request.headers()) && is_cross_site(request.headers()) {
+    if unsafe_method && !is_api_key_only(request.headers()) && is_cross_site(request.headers()) {
         tracing::warn!(path = %request.uri().path(), "refused a cross-site state change");
         return ApiError::CrossSite.into_response();
     }
     next.run(request).await
+}
+
+/// A request authenticated by an API key alone: no browser sends one on its own. One that
+/// also carries a session cookie is checked like any browser's, since the cookie may be what
+/// authenticates it.
+fn is_api_key_only(headers: &HeaderMap) -> bool {
+    has_bearer(headers) && app::identity::SessionCookie::read(headers).is_none()
 }
 
 fn has_bearer(headers: &HeaderMap) -> bool {

@@ -15,6 +15,7 @@ mod operations;
 mod page;
 pub mod rate_limit;
 mod tools;
+pub mod transport;
 
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;

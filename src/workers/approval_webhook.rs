@@ -149,6 +149,8 @@ impl Target {
                 false
             }
             Err(error) => {
+                // reqwest's message names the URL, which may carry credentials.
+                let error = error.without_url();
                 tracing::info!(operation = %id, attempt, %error, "the approval webhook could not be reached");
                 false
             }

@@ -11,7 +11,68 @@ on_both_databases!(
     every_answer_carries_the_security_headers,
     pages_run_only_their_own_script_and_json_answers_load_nothing,
     five_failed_sign_ins_lock_the_name_and_the_address_with_429,
+    a_bearer_header_beside_a_session_cookie_does_not_exempt_a_cross_site_request,
+    answers_that_carry_a_new_secret_are_never_stored,
+    an_https_server_tells_browsers_to_stay_on_https,
 );
+
+async fn a_bearer_header_beside_a_session_cookie_does_not_exempt_a_cross_site_request(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let admin = app.person(Role::Admin).await;
+    let logout = admin
+        .http
+        .post(admin.url("/api/logout"))
+        .header("sec-fetch-site", "cross-site")
+        .header("authorization", "Bearer not-a-key")
+        .send()
+        .await
+        .unwrap();
+    assert_error(logout, 403, "cross_site_request").await;
+    assert_eq!(admin.me().await.status(), 200, "the session lives on");
+}
+
+async fn answers_that_carry_a_new_secret_are_never_stored(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let admin = app.person(Role::Admin).await;
+    let key = admin.create_key(&json!({ "namespace": "billing" })).await;
+    assert_eq!(key.status(), 201);
+    assert_eq!(key.headers()["cache-control"], "no-store");
+
+    app.create_person("ada", Role::Viewer, "a long password")
+        .await;
+    let login = app.anonymous().login("ada", "a long password").await;
+    assert_eq!(login.status(), 200);
+    assert_eq!(login.headers()["cache-control"], "no-store");
+
+    let agent = app.agent("billing").await;
+    let claimed = agent
+        .post_json(
+            "/v1/operations",
+            &json!({ "tool": "t", "key": "k", "args": {} }),
+        )
+        .await;
+    assert_eq!(claimed.status(), 201, "a lease token is a secret too");
+    assert_eq!(claimed.headers()["cache-control"], "no-store");
+}
+
+async fn an_https_server_tells_browsers_to_stay_on_https(db: Db) {
+    let plain = TestApp::spawn(db).await;
+    let answer = plain.anonymous().get("/healthz").await;
+    assert!(answer.headers().get("strict-transport-security").is_none());
+
+    let https = TestApp::spawn_with(db, |config| {
+        config.public_url = Some("https://idem.example".into());
+    })
+    .await;
+    for path in ["/healthz", "/login", "/v1/nothing"] {
+        let answer = https.anonymous().get(path).await;
+        assert_eq!(
+            answer.headers()["strict-transport-security"],
+            "max-age=31536000",
+            "{path}"
+        );
+    }
+}
 
 async fn a_forged_cross_site_request_with_a_session_cookie_changes_nothing(db: Db) {
     let app = TestApp::spawn(db).await;

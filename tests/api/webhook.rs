@@ -19,7 +19,89 @@ on_both_databases!(
     each_new_request_for_approval_is_posted_once,
     a_receiver_that_fails_twice_gets_it_on_the_third_try,
     a_receiver_that_is_down_does_not_hold_up_the_claim,
+    a_redirect_from_the_receiver_is_not_followed,
 );
+
+/// A receiver whose every POST is redirected (307, which keeps the method and the body) to
+/// `to`; counts the posts it redirected.
+async fn redirecting_receiver(to: &str) -> (String, Arc<AtomicUsize>) {
+    let redirected = Arc::new(AtomicUsize::new(0));
+    let (target, count) = (to.to_owned(), redirected.clone());
+    let router = Router::new().route(
+        "/hook",
+        post(move || async move {
+            count.fetch_add(1, Ordering::SeqCst);
+            (StatusCode::TEMPORARY_REDIRECT, [("location", target)])
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (url, redirected)
+}
+
+async fn a_redirect_from_the_receiver_is_not_followed(db: Db) {
+    let (elsewhere, inbox) = receiver(0).await;
+    let (url, redirected) = redirecting_receiver(&elsewhere).await;
+    let (_app, agent) = announcing_app(db, &url).await;
+    assert_eq!(agent.claim(&wire("wire:redirected")).await.status(), 202);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while redirected.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the webhook was never called");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Give a followed redirect the time to arrive, were it followed.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        inbox.posts().is_empty(),
+        "the request went where nobody configured it to"
+    );
+}
+
+/// A receiver that is down: idem's log says so, without the URL (it may carry credentials).
+#[tokio::test]
+async fn the_webhook_url_never_reaches_the_log() {
+    let database = idem::storage::testing::TestDatabase::create(Db::Sqlite).await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://hook-user:hunter2@127.0.0.1:{closed}/secret-path");
+    let store = idem::storage::Database::open(database.url()).await.unwrap();
+    let policy = app::domain::ToolPolicy {
+        effect: app::domain::Effect::Irreversible,
+        ..app::domain::ToolPolicy::default_for_unregistered()
+    };
+    let name = app::domain::ToolName::try_from("wire").unwrap();
+    store.ledger_store().put_tool(&name, &policy).await.unwrap();
+    store.close().await;
+    let mut server = crate::processes::ServerProcess::start_with_env(
+        database.url(),
+        &[("IDEM_APPROVAL_WEBHOOK_URL", &url)],
+    );
+    let key = crate::processes::cli_key(database.url(), "treasury");
+    let agent = server.agent(&key);
+    let tool = json!({ "tool": "wire", "key": "wire:logged", "args": { "amount_cents": 1 } });
+    assert_eq!(agent.claim(&tool).await.status(), 202);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut log = Vec::new();
+    while !log
+        .iter()
+        .any(|line: &String| line.contains("could not be reached"))
+    {
+        assert!(Instant::now() < deadline, "no failed delivery in {log:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        log.extend(server.drain_log());
+    }
+    for line in &log {
+        assert!(
+            !line.contains("hunter2") && !line.contains("secret-path"),
+            "{line}"
+        );
+    }
+}
 
 /// What a little receiver got: each POST's `Idempotency-Key` and body, in arrival order.
 #[derive(Clone, Default)]
