@@ -24,6 +24,7 @@ mod provider;
 mod provider_keys;
 mod rate_limits;
 mod read_caches;
+mod redaction;
 mod roles;
 mod sandbox;
 mod sandbox_faults;

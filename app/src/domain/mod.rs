@@ -29,5 +29,5 @@ pub use operation::{
 };
 pub use paths::is_valid_path;
 pub use people::{ApiKeyInfo, Permission, Role, RoleParseError, UserInfo};
-pub use redaction::{is_card_number, redact, REDACTED};
+pub use redaction::{is_card_number, redact, redact_answer, REDACTED};
 pub use tool::{ApprovalPolicy, Effect, ExecutorConfig, Guarantee, ToolPolicy, ToolPolicyError};

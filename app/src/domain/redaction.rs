@@ -50,6 +50,60 @@ pub fn redact(args: &Value, extra_paths: &[String]) -> Value {
     redacted
 }
 
+/// A copy of what a tool answered for an operation (its result, or an error) redacted by the
+/// rules its arguments were: rules 1–3 at any depth, and every path that is [`REDACTED`] in
+/// `redacted_args` (the tool's `redact_fields`, or a rule) wherever that path appears in the
+/// answer, since providers echo their input in shapes of their own (`{"args": {…}}`).
+pub fn redact_answer(answer: &Value, redacted_args: &Value) -> Value {
+    let mut redacted = answer.clone();
+    let mut hidden = Vec::new();
+    collect_redacted_paths(redacted_args, &mut Vec::new(), &mut hidden);
+    if !hidden.is_empty() {
+        replace_everywhere(&mut redacted, &hidden);
+    }
+    scrub(&mut redacted);
+    redacted
+}
+
+/// The dotted paths of the members whose value is [`REDACTED`]; arrays are passed through, as
+/// paths pass through them. Names holding a `.` cannot be addressed by a path and are skipped.
+fn collect_redacted_paths<'a>(value: &'a Value, prefix: &mut Vec<&'a str>, out: &mut Vec<String>) {
+    match value {
+        Value::Object(members) => {
+            for (name, member) in members.iter().filter(|(name, _)| !name.contains('.')) {
+                prefix.push(name);
+                if member.as_str() == Some(REDACTED) {
+                    out.push(prefix.join("."));
+                } else {
+                    collect_redacted_paths(member, prefix, out);
+                }
+                prefix.pop();
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| collect_redacted_paths(item, prefix, out)),
+        _ => {}
+    }
+}
+
+/// Replaces each path starting at `value` and at every value below it.
+fn replace_everywhere(value: &mut Value, hidden: &[String]) {
+    let replacement = Value::from(REDACTED);
+    for path in hidden {
+        paths::replace(value, path, &replacement);
+    }
+    match value {
+        Value::Object(members) => members
+            .values_mut()
+            .for_each(|member| replace_everywhere(member, hidden)),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| replace_everywhere(item, hidden)),
+        _ => {}
+    }
+}
+
 fn scrub(value: &mut Value) {
     let hide = match value {
         Value::Object(members) => {

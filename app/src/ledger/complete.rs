@@ -75,8 +75,8 @@ pub fn decide_report(
                 Outcome::Failed
             };
             after.move_by(Transition::Complete(outcome));
-            after.result = result.clone();
-            after.error = error.clone();
+            after.result = operation.redact_answer(result.as_ref());
+            after.error = operation.redact_answer(error.as_ref());
             after.retryable = !succeeded && *retryable;
             after.provider_ref = provider_ref.clone();
             after.settle_at(now);
@@ -86,10 +86,10 @@ pub fn decide_report(
         Report::Unknown { error } => {
             after.move_by(Transition::MarkUnknown);
             after.mark_unknown_since(now);
-            after.error = error.clone();
+            after.error = operation.redact_answer(error.as_ref());
             (
                 EventKind::MarkedUnknown,
-                json!({ "error": error, "attempt": after.attempt }),
+                json!({ "error": after.error, "attempt": after.attempt }),
             )
         }
     };

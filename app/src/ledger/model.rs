@@ -7,8 +7,8 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use crate::domain::{
-    sha256_hex, transition, Effect, Fingerprint, IdempotencyKey, KeySource, Namespace,
-    OperationStatus, ToolName, ToolPolicy, Transition,
+    redact_answer, sha256_hex, transition, Effect, Fingerprint, IdempotencyKey, KeySource,
+    Namespace, OperationStatus, ToolName, ToolPolicy, Transition,
 };
 
 /// A person's decision on an operation that waited for approval.
@@ -168,6 +168,12 @@ impl Operation {
     pub fn settle_at(&mut self, now: DateTime<Utc>) {
         self.completed_at = Some(now);
         self.expires_at = now + Duration::seconds(i64::from(self.ttl_seconds));
+    }
+
+    /// What a tool answered for this operation (a result or an error) as the ledger stores
+    /// it: redacted by the rules its arguments were.
+    pub fn redact_answer(&self, answer: Option<&Value>) -> Option<Value> {
+        answer.map(|answer| redact_answer(answer, &self.args))
     }
 
     /// Whether a live lease is held at `now`.

@@ -131,7 +131,7 @@ fn reconcile(
             result,
             provider_ref,
         } => settle_unknown(operation, true, actor, now, source, |after| {
-            after.result = Some(result.clone());
+            after.result = after.redact_answer(Some(result));
             after.error = None;
             after.retryable = false;
             after.provider_ref = provider_ref.clone().or(after.provider_ref.take());
@@ -232,7 +232,7 @@ fn late_execution(
         }
         Execution::Failed { error, retryable } => {
             settle_unknown(operation, false, actor, now, "late_execution", |after| {
-                after.error = Some(error.clone());
+                after.error = after.redact_answer(Some(error));
                 after.retryable = *retryable;
             })
         }
@@ -256,15 +256,15 @@ fn resolve(
     close(&mut after, now);
     match resolution.outcome {
         Outcome::Succeeded => {
-            after.result = resolution.result.clone();
+            after.result = after.redact_answer(resolution.result.as_ref());
             after.error = None;
             after.retryable = false;
         }
         Outcome::Failed => {
             after.result = None;
-            after.error = Some(resolution.error.clone().unwrap_or_else(
-                || json!({ "code": "resolved_by_operator", "message": resolution.reason }),
-            ));
+            after.error = after.redact_answer(resolution.error.as_ref()).or_else(|| {
+                Some(json!({ "code": "resolved_by_operator", "message": resolution.reason }))
+            });
             after.retryable = resolution.retryable;
         }
     }

@@ -94,6 +94,31 @@ fn the_tools_redact_fields_are_redacted_too() {
 }
 
 #[test]
+fn an_answer_hides_what_the_arguments_hid_wherever_it_echoes_it() {
+    let args = redact(
+        &json!({"customer": {"email": "a@b.c", "name": "Ann"}, "amount": 5}),
+        &["customer.email".to_owned()],
+    );
+    let answer = json!({"id": "re_1", "customer": {"email": "a@b.c"},
+                        "args": {"customer": {"email": "a@b.c", "name": "Ann"}, "amount": 5},
+                        "items": [{"customer": {"email": "c@d.e"}}],
+                        "api_token": "t0k", "card": "4111 1111 1111 1111"});
+    let expected = json!({"id": "re_1", "customer": {"email": REDACTED},
+                          "args": {"customer": {"email": REDACTED, "name": "Ann"}, "amount": 5},
+                          "items": [{"customer": {"email": REDACTED}}],
+                          "api_token": REDACTED, "card": REDACTED});
+    assert_eq!(redact_answer(&answer, &args), expected);
+}
+
+#[test]
+fn an_answer_of_plain_arguments_loses_only_secrets() {
+    let args = json!({"order_id": "1234"});
+    let answer = json!({"refund_id": "re_1", "order_id": "1234", "status": "done"});
+    assert_eq!(redact_answer(&answer, &args), answer);
+    assert_eq!(redact_answer(&json!("ok"), &args), json!("ok"));
+}
+
+#[test]
 fn redaction_leaves_the_original_untouched() {
     let args = json!({"password": "p"});
     let _ = redact(&args, &[]);
