@@ -59,7 +59,7 @@ impl AdminActions {
     }
 
     /// Registers a tool or replaces its policy.
-    #[tracing::instrument(skip_all, fields(actor = %by.person.username, tool = %name))]
+    #[tracing::instrument(skip_all, fields(actor = %by.person.username, tool = ?name))]
     pub async fn register_tool(
         &self,
         by: &Acting,

@@ -74,7 +74,7 @@ fn claim_body(tool: &str, mut body: Map<String, Value>) -> ApiResult<ClaimBody> 
         (status = 422, body = ErrorBody, description = "`idempotency_key_reused`"),
     )
 )]
-#[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), tool = %name))]
+#[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), tool = ?name))]
 pub(crate) async fn invoke(
     State(state): State<AppState>,
     agent: AgentCaller,

@@ -162,7 +162,7 @@ async fn read(
         (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
-#[tracing::instrument(skip_all, fields(actor = %person.0.username, tool = %name))]
+#[tracing::instrument(skip_all, fields(actor = %person.0.username, tool = ?name))]
 async fn register(
     State(state): State<AppState>,
     Admin(person): Admin,

@@ -107,7 +107,7 @@ impl Identity {
     }
 
     /// Checks the password and opens a session. `address` is the caller's, for throttling.
-    #[tracing::instrument(skip_all, fields(username = %username))]
+    #[tracing::instrument(skip_all, fields(username = ?username))]
     pub async fn login(
         &self,
         username: &str,
