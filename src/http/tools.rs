@@ -77,6 +77,15 @@ fn may_read(caller: &Caller) -> ApiResult<()> {
     }
 }
 
+/// The policy as this caller may see it: whole for admins; for everyone else, executor URLs
+/// cut to their origin, since they may carry credentials.
+fn shown_to(caller: &Caller, policy: ToolPolicy) -> ToolPolicy {
+    match caller {
+        Caller::Person(person) if person.0.role.can(Permission::Administer) => policy,
+        _ => policy.without_credentials(),
+    }
+}
+
 /// Every registered tool, with the guarantee idem keeps for it.
 #[utoipa::path(
     get,
@@ -98,7 +107,10 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<AppJso
         .tools()
         .await?
         .into_iter()
-        .map(ToolView::from)
+        .map(|mut tool| {
+            tool.policy = shown_to(&caller, tool.policy);
+            ToolView::from(tool)
+        })
         .collect();
     Ok(AppJson(ToolsBody { tools }))
 }
@@ -131,7 +143,7 @@ async fn read(
     let tool = ToolView {
         guarantee: policy.guarantee(),
         name,
-        policy,
+        policy: shown_to(&caller, policy),
         registered,
         created_at: None,
         updated_at: None,

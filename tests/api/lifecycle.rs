@@ -17,6 +17,7 @@ on_both_databases!(
     after_the_ttl_the_key_starts_a_new_operation_and_the_old_one_stays_readable,
     an_unknown_operation_never_expires_by_ttl,
     the_lease_reaper_makes_a_lapsed_operation_unknown_without_any_claim,
+    only_admins_see_an_executors_whole_urls,
 );
 
 impl Client {
@@ -343,5 +344,40 @@ async fn the_lease_reaper_makes_a_lapsed_operation_unknown_without_any_claim(db:
     assert_eq!(
         idempotent["operation"]["status"], "pending",
         "an idempotent call waits to be taken over"
+    );
+}
+
+async fn only_admins_see_an_executors_whole_urls(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let admin = app.person(Role::Admin).await;
+    let executor = json!({ "url": "https://pay.internal/refund?token=s3cr3t",
+                           "reconcile_url": "https://svc:pw@pay.internal/lookup" });
+    let policy = json!({ "executor": executor });
+    assert_eq!(admin.put_tool("refund", &policy).await.status(), 200);
+
+    let whole: Value = admin.get("/v1/tools/refund").await.json().await.unwrap();
+    assert_eq!(whole["executor"]["url"], executor["url"]);
+    assert_eq!(
+        whole["executor"]["reconcile_url"],
+        executor["reconcile_url"]
+    );
+
+    let agent = app.agent("billing").await;
+    let operator = app.person(Role::Operator).await;
+    for caller in [&agent, &operator] {
+        for path in ["/v1/tools/refund", "/v1/tools"] {
+            let answer = caller.get(path).await.text().await.unwrap();
+            assert!(
+                !answer.contains("s3cr3t") && !answer.contains("svc:pw"),
+                "{answer}"
+            );
+            assert!(answer.contains("https://pay.internal"), "{path}: {answer}");
+        }
+    }
+    let read: Value = agent.get("/v1/tools/refund").await.json().await.unwrap();
+    assert_eq!(read["executor"]["url"], "https://pay.internal");
+    assert_eq!(
+        read["tool"]["executor"]["reconcile_url"],
+        "https://pay.internal"
     );
 }

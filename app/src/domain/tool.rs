@@ -90,6 +90,34 @@ pub struct ExecutorConfig {
     pub provider_dedupes: bool,
 }
 
+impl ExecutorConfig {
+    /// The executor as shown to anyone but an admin: each URL cut to its origin
+    /// (`scheme://host:port`), since a path, a query or user info may carry credentials.
+    /// Enough to tell that an executor is configured and where it runs.
+    pub fn without_credentials(&self) -> Self {
+        Self {
+            url: origin_of(&self.url),
+            reconcile_url: self.reconcile_url.as_deref().map(origin_of),
+            ..self.clone()
+        }
+    }
+}
+
+/// `scheme://host[:port]` of a URL, without user info, path, query or fragment; a text with
+/// no scheme is shown as nothing but its host part.
+pub fn origin_of(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    if scheme.is_empty() {
+        host.to_owned()
+    } else {
+        format!("{scheme}://{host}")
+    }
+}
+
 fn default_timeout_ms() -> u32 {
     5_000
 }
@@ -185,6 +213,17 @@ impl ToolPolicyError {
 }
 
 impl ToolPolicy {
+    /// The policy as shown to anyone but an admin: its executor's URLs cut to their origin.
+    pub fn without_credentials(&self) -> Self {
+        Self {
+            executor: self
+                .executor
+                .as_ref()
+                .map(ExecutorConfig::without_credentials),
+            ..self.clone()
+        }
+    }
+
     /// How the ledger treats a tool that was never registered.
     pub fn default_for_unregistered() -> Self {
         Self {

@@ -159,9 +159,19 @@ fn paths(text: &str) -> Vec<String> {
 #[server(prefix = "/api", endpoint = "tools")]
 pub async fn list_tools() -> Result<Vec<ToolView>, UiError> {
     let ledger = ledger()?;
-    person_who_may(Permission::Read).await?;
+    let person = person_who_may(Permission::Read).await?;
     let tools = ledger.tools().await.map_err(answer_with_status)?;
-    Ok(tools.into_iter().map(view).collect())
+    let admin = person.role.can(Permission::Administer);
+    Ok(tools
+        .into_iter()
+        .map(|mut tool| {
+            // Executor URLs may carry credentials: whole for admins, their origin for others.
+            if !admin {
+                tool.policy = tool.policy.without_credentials();
+            }
+            view(tool)
+        })
+        .collect())
 }
 
 /// Registers a tool or replaces its policy (admins only), audited as `tool.registered`.

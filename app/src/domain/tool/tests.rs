@@ -219,3 +219,37 @@ fn validation_refuses_what_the_ledger_could_not_honour() {
     }
     assert!(serde_json::from_value::<ToolPolicy>(json!({"ttl_seconds": -1})).is_err());
 }
+
+#[test]
+fn an_executors_urls_shown_to_non_admins_keep_only_their_origin() {
+    let cases = [
+        (
+            "https://pay.internal/v1/refunds?key=s3cr3t",
+            "https://pay.internal",
+        ),
+        (
+            "http://user:pass@10.0.0.5:8080/hook",
+            "http://10.0.0.5:8080",
+        ),
+        ("http://127.0.0.1:4000", "http://127.0.0.1:4000"),
+        ("https://h#frag", "https://h"),
+        ("no-scheme.example/path", "no-scheme.example"),
+    ];
+    for (url, origin) in cases {
+        assert_eq!(origin_of(url), origin, "{url}");
+    }
+    let shown = policy(serde_json::json!({ "executor": {
+        "url": "https://pay.internal/refund?token=t", "reconcile_url": "https://u:p@pay.internal/lookup",
+        "timeout_ms": 900, "provider_dedupes": true } }))
+    .without_credentials();
+    let executor = shown.executor.unwrap();
+    assert_eq!(executor.url, "https://pay.internal");
+    assert_eq!(
+        executor.reconcile_url.as_deref(),
+        Some("https://pay.internal")
+    );
+    assert_eq!(
+        (executor.timeout_ms, executor.provider_dedupes),
+        (900, true)
+    );
+}
