@@ -63,7 +63,7 @@ impl From<crate::identity::IdentityError> for UiError {
     fn from(error: crate::identity::IdentityError) -> Self {
         use crate::identity::IdentityError as E;
         match error {
-            E::InvalidCredentials => UiError::Unauthorized(error.to_string()),
+            E::InvalidCredentials | E::AccountDisabled => UiError::Unauthorized(error.to_string()),
             E::Throttled { .. } => UiError::Throttled(error.to_string()),
             E::Store(inner) => {
                 tracing::error!(error = %inner, "storage failure in a UI request");
@@ -112,7 +112,9 @@ impl From<crate::admin_actions::AdminError> for UiError {
             E::InvalidNamespace(message)
             | E::InvalidUsername(message)
             | E::InvalidRole(message) => UiError::Invalid(message),
-            E::NoSuchKey => UiError::NotFound(error.to_string()),
+            E::NoSuchKey | E::NoSuchUser => UiError::NotFound(error.to_string()),
+            E::LastAdmin => UiError::Conflict(error.to_string()),
+            E::NothingToChange => UiError::Invalid(error.to_string()),
             E::Identity(taken @ crate::identity::IdentityError::UsernameTaken(_)) => {
                 UiError::Conflict(taken.to_string())
             }

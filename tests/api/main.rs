@@ -19,6 +19,7 @@ mod lifecycle;
 mod metrics;
 mod openapi;
 mod operations;
+mod people;
 mod processes;
 mod provider;
 mod rate_limits;
