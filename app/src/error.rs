@@ -16,6 +16,9 @@ pub enum UiError {
     /// Signed in, but the role does not allow this.
     #[error("your role does not allow this")]
     Forbidden,
+    /// Signed in with a generated password, which must be changed first.
+    #[error("choose a new password first")]
+    PasswordChangeRequired,
     /// The input was refused; the message says why.
     #[error("{0}")]
     Invalid(String),
@@ -49,7 +52,7 @@ impl UiError {
         match self {
             UiError::Unauthorized(_) => http::StatusCode::UNAUTHORIZED,
             UiError::Throttled(_) => http::StatusCode::TOO_MANY_REQUESTS,
-            UiError::Forbidden => http::StatusCode::FORBIDDEN,
+            UiError::Forbidden | UiError::PasswordChangeRequired => http::StatusCode::FORBIDDEN,
             UiError::Invalid(_) => http::StatusCode::BAD_REQUEST,
             UiError::NotFound(_) => http::StatusCode::NOT_FOUND,
             UiError::Conflict(_) => http::StatusCode::CONFLICT,

@@ -32,4 +32,5 @@ mod sessions;
 mod ui;
 mod ui_admin;
 mod ui_operations;
+mod ui_people;
 mod webhook;
