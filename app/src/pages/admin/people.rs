@@ -36,21 +36,18 @@ pub fn PersonActions(id: Uuid, username: String, role: Role, disabled: bool) -> 
     };
     view! {
         <span class="person-actions">
-            <label>
-                <span class="visually-hidden">{format!("Role of {username}")}</span>
-                <select
-                    aria-label=format!("Role of {username}")
-                    on:change=move |event| chosen.set(event_target_value(&event))
-                    prop:value=move || chosen.get()
-                >
-                    {Role::ALL
-                        .into_iter()
-                        .map(|option| view! {
-                            <option value=option.as_str() selected=option == role>{option.as_str()}</option>
-                        })
-                        .collect_view()}
-                </select>
-            </label>
+            <select
+                aria-label=format!("Role of {username}")
+                on:change=move |event| chosen.set(event_target_value(&event))
+                prop:value=move || chosen.get()
+            >
+                {Role::ALL
+                    .into_iter()
+                    .map(|option| view! {
+                        <option value=option.as_str() selected=option == role>{option.as_str()}</option>
+                    })
+                    .collect_view()}
+            </select>
             <button
                 type="button"
                 class="secondary"
