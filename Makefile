@@ -9,10 +9,11 @@ export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
 .PHONY: run build test tools test-tools check test-rust test-e2e test-python fuzz bench bench-peers clean-data
 
-## run: build the release and serve on 127.0.0.1:3000 with SQLite in ./idem.db, with the demo
-## (sandbox provider, tools, demo people and a simulated agent; passwords printed on stdout)
+## run: build the release and serve the demo on 127.0.0.1:3000 from its own SQLite file
+## ./idem-demo.db (sandbox provider, tools, demo people and a simulated agent; passwords
+## printed on stdout). Real data lives elsewhere (`idem serve`, ./idem.db by default).
 run: build
-	./target/release/idem serve --demo
+	./target/release/idem serve --demo --bind 127.0.0.1:3000 --database-url sqlite://idem-demo.db
 
 ## build: release server at target/release/idem and the UI in target/site
 build: tools
@@ -101,4 +102,5 @@ $(RESTATE_DIR)/node_modules/.package-lock.json: $(RESTATE_DIR)/package.json $(RE
 	touch $@
 
 clean-data:
-	rm -f idem.db idem.db-wal idem.db-shm
+	rm -f idem.db idem.db-wal idem.db-shm idem.db-serve.lock
+	rm -f idem-demo.db idem-demo.db-wal idem-demo.db-shm idem-demo.db-serve.lock

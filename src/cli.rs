@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context};
 use app::audit::{actions, AuditLog, PersonAction};
-use app::domain::{Namespace, Role, Username};
+use app::domain::Namespace;
 use app::identity::{Identity, IdentityPolicy};
 use clap::{Parser, Subcommand};
 use serde_json::{json, Value};
@@ -16,6 +16,9 @@ use crate::sandbox::Sandbox;
 use crate::startup::Application;
 use crate::storage::Database;
 use crate::telemetry;
+use users::{users, UsersCommand};
+
+mod users;
 
 /// idem — the idempotency ledger for tool-calling AI agents.
 #[derive(Debug, Parser)]
@@ -69,37 +72,6 @@ enum KeysCommand {
     /// Revoke a key by its id.
     Revoke {
         id: Uuid,
-        #[command(flatten)]
-        database: DatabaseArgs,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum UsersCommand {
-    /// Create a person; the password is read from the first line of stdin.
-    Create {
-        #[arg(long)]
-        username: String,
-        /// viewer, operator, approver or admin.
-        #[arg(long)]
-        role: String,
-        /// Read the password from stdin (required: passwords never go on the command line).
-        #[arg(long, required = true)]
-        password_stdin: bool,
-        #[command(flatten)]
-        database: DatabaseArgs,
-    },
-    /// List people and their roles.
-    List {
-        #[command(flatten)]
-        database: DatabaseArgs,
-    },
-    /// Set a new password (from stdin) and end the person's sessions.
-    SetPassword {
-        #[arg(long)]
-        username: String,
-        #[arg(long, required = true)]
-        password_stdin: bool,
         #[command(flatten)]
         database: DatabaseArgs,
     },
@@ -159,7 +131,7 @@ async fn open(args: &DatabaseArgs) -> anyhow::Result<Database> {
         .with_context(|| format!("opening {}", redact_url(&args.database_url)))
 }
 
-async fn identity(args: &DatabaseArgs) -> anyhow::Result<(Database, Identity)> {
+pub(crate) async fn identity(args: &DatabaseArgs) -> anyhow::Result<(Database, Identity)> {
     let database = open(args).await?;
     let identity = Identity::new(database.identity_store(), IdentityPolicy::default());
     Ok((database, identity))
@@ -167,7 +139,7 @@ async fn identity(args: &DatabaseArgs) -> anyhow::Result<(Database, Identity)> {
 
 /// Writes what the command line did to the audit log, as actor `cli` with no address (whoever
 /// runs it already has the database).
-async fn audit(db: &Database, action: &'static str, subject: String, detail: Value) {
+pub(crate) async fn audit(db: &Database, action: &'static str, subject: String, detail: Value) {
     let log = AuditLog::new(db.audit_store());
     log.record(PersonAction {
         actor: "cli".into(),
@@ -244,50 +216,8 @@ async fn keys(command: KeysCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn users(command: UsersCommand) -> anyhow::Result<()> {
-    match command {
-        UsersCommand::Create {
-            username,
-            role,
-            database,
-            ..
-        } => {
-            let username = Username::try_from(username)?;
-            let role: Role = role.parse()?;
-            let password = read_password()?;
-            let (db, identity) = identity(&database).await?;
-            let user = identity.create_user(username, role, &password).await?;
-            let subject = format!("user:{}", user.username);
-            let detail = json!({ "role": user.role });
-            audit(&db, actions::USER_CREATED, subject, detail).await;
-            db.close().await;
-            println!("created {} ({})", user.username, user.role);
-        }
-        UsersCommand::List { database } => {
-            let (db, identity) = identity(&database).await?;
-            for user in identity.list_users().await? {
-                println!("{:<32}  {}", user.username, user.role);
-            }
-            db.close().await;
-        }
-        UsersCommand::SetPassword {
-            username, database, ..
-        } => {
-            let username = Username::try_from(username)?;
-            let password = read_password()?;
-            let (db, identity) = identity(&database).await?;
-            identity.set_password(&username, &password).await?;
-            let subject = format!("user:{username}");
-            audit(&db, actions::PASSWORD_CHANGED, subject, json!({})).await;
-            db.close().await;
-            println!("password changed for {username}; their sessions have ended");
-        }
-    }
-    Ok(())
-}
-
 /// The first line of stdin, without its line ending.
-fn read_password() -> anyhow::Result<String> {
+pub(crate) fn read_password() -> anyhow::Result<String> {
     let mut line = String::new();
     std::io::stdin()
         .lock()

@@ -30,7 +30,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
-use crate::demo::Demo;
+use crate::demo::{self, Demo};
 use crate::http;
 use crate::http::rate_limit::KeyRateLimit;
 use crate::provider::HttpProvider;
@@ -86,6 +86,9 @@ impl Application {
     /// Opens and migrates the database, bootstraps the first admin on an empty install, binds
     /// the listener and, with `--demo`, sets up the demo (which starts with [`Self::run`]).
     pub async fn build(config: ServeConfig) -> anyhow::Result<Self> {
+        if config.demo {
+            demo::admit(&config).await?;
+        }
         let database = Database::open_to_serve(&config.database.database_url).await?;
         let policy = IdentityPolicy {
             session_idle_timeout: chrono::Duration::from_std(config.session_idle)?,
@@ -94,16 +97,22 @@ impl Application {
         };
         let identity = Identity::new(database.identity_store(), policy);
         let audit = AuditLog::new(database.audit_store());
-        if let Some(password) = identity.ensure_first_admin().await? {
-            tracing::warn!(
-                username = "admin",
-                password = %password,
-                "created the first user; sign in and change this password (it is shown only once)"
-            );
+        // The demo makes its own admin; a real install gets `admin`, who must choose a new
+        // password at the first sign-in.
+        let first_admin_password = if config.demo {
+            demo::claim(&database, &config.database.database_url).await?;
+            None
+        } else {
+            identity.ensure_first_admin().await?
+        };
+        if first_admin_password.is_some() {
             audit.record(first_admin_created()).await;
         }
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
+        if let Some(password) = first_admin_password {
+            announce_first_admin(&demo::public_base(&config, site_addr), &password);
+        }
         let mut ledger = Ledger::new(database.ledger_store())
             .with_policy_cache(Duration::from_millis(config.read_cache_ms));
         let approval_webhook = match approval_webhook(&config)? {
@@ -252,6 +261,20 @@ fn approval_webhook(
         config.public_url.as_deref(),
         delays,
     )))
+}
+
+/// The first admin's password, on stdout only: never in the log, which may be shipped and
+/// kept elsewhere. The log says where to look.
+fn announce_first_admin(base: &str, password: &str) {
+    tracing::warn!(
+        username = "admin",
+        "created the first user; its password is printed on stdout, once, and must be \
+         changed at the first sign-in"
+    );
+    println!(
+        "first start: sign in at {base}/login as admin with password {password} \
+         (you will be asked to choose a new one)"
+    );
 }
 
 /// The audit entry of the bootstrap: the system made the first admin.

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::audit::{actions, person_actor, AuditLog, PersonAction};
 use crate::domain::{ApiKeyInfo, Namespace, Role, ToolPolicy, UserInfo, Username};
-use crate::identity::{ApiKeySecret, Identity, IdentityError};
+use crate::identity::{AccountChange, AccountChanged, ApiKeySecret, Identity, IdentityError};
 use crate::ledger::{Ledger, LedgerError, RegisteredTool};
 use crate::people_actions::Acting;
 
@@ -27,6 +27,15 @@ pub enum AdminError {
     /// There is no API key with that id.
     #[error("no such API key")]
     NoSuchKey,
+    /// There is no person with that id.
+    #[error("no such user")]
+    NoSuchUser,
+    /// `last_admin`: the change would leave no enabled admin.
+    #[error("this is the last enabled admin: make another admin first")]
+    LastAdmin,
+    /// `invalid_request`: a change that changes nothing.
+    #[error("say what to change: disabled, role or both")]
+    NothingToChange,
     /// The identity service refused or failed (weak password, username taken, …).
     #[error(transparent)]
     Identity(#[from] IdentityError),
@@ -142,6 +151,59 @@ impl AdminActions {
         Ok(user)
     }
 
+    /// Disables or enables a person, or changes their role. Disabling ends their sessions.
+    #[tracing::instrument(skip_all, fields(actor = %by.person.username, user_id = %id))]
+    pub async fn update_user(
+        &self,
+        by: &Acting,
+        id: Uuid,
+        disabled: Option<bool>,
+        role: Option<&str>,
+    ) -> Result<UserInfo, AdminError> {
+        let role = role
+            .map(str::parse::<Role>)
+            .transpose()
+            .map_err(|e| AdminError::InvalidRole(e.to_string()))?;
+        if disabled.is_none() && role.is_none() {
+            return Err(AdminError::NothingToChange);
+        }
+        let change = AccountChange::Update { disabled, role };
+        let (before, after) = self.change(id, &change).await?;
+        for (action, detail) in account_events(&before, &after) {
+            self.record(by, action, format!("user:{}", after.username), detail)
+                .await;
+        }
+        Ok(after)
+    }
+
+    /// Deletes a person and ends their sessions; the audit keeps their name.
+    #[tracing::instrument(skip_all, fields(actor = %by.person.username, user_id = %id))]
+    pub async fn delete_user(&self, by: &Acting, id: Uuid) -> Result<(), AdminError> {
+        let (gone, _) = self.change(id, &AccountChange::Delete).await?;
+        let detail = json!({ "role": gone.role });
+        self.record(
+            by,
+            actions::USER_DELETED,
+            format!("user:{}", gone.username),
+            detail,
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Applies the change; the person as they were before it and as they are after.
+    async fn change(
+        &self,
+        id: Uuid,
+        change: &AccountChange,
+    ) -> Result<(UserInfo, UserInfo), AdminError> {
+        match self.identity.change_account(id, change).await? {
+            AccountChanged::Done { before, after } => Ok((before, after)),
+            AccountChanged::NoSuchUser => Err(AdminError::NoSuchUser),
+            AccountChanged::LastAdmin => Err(AdminError::LastAdmin),
+        }
+    }
+
     async fn record(
         &self,
         by: &Acting,
@@ -159,4 +221,22 @@ impl AdminActions {
             })
             .await;
     }
+}
+
+/// The audit events of a change to a person: one per thing that changed.
+pub fn account_events(
+    before: &UserInfo,
+    after: &UserInfo,
+) -> Vec<(&'static str, serde_json::Value)> {
+    let mut events = Vec::new();
+    if before.role != after.role {
+        let detail = json!({ "from": before.role, "to": after.role });
+        events.push((actions::USER_ROLE_CHANGED, detail));
+    }
+    match (before.disabled, after.disabled) {
+        (false, true) => events.push((actions::USER_DISABLED, json!({}))),
+        (true, false) => events.push((actions::USER_ENABLED, json!({}))),
+        _ => {}
+    }
+    events
 }

@@ -16,6 +16,9 @@ pub enum UiError {
     /// Signed in, but the role does not allow this.
     #[error("your role does not allow this")]
     Forbidden,
+    /// Signed in with a generated password, which must be changed first.
+    #[error("choose a new password first")]
+    PasswordChangeRequired,
     /// The input was refused; the message says why.
     #[error("{0}")]
     Invalid(String),
@@ -49,7 +52,7 @@ impl UiError {
         match self {
             UiError::Unauthorized(_) => http::StatusCode::UNAUTHORIZED,
             UiError::Throttled(_) => http::StatusCode::TOO_MANY_REQUESTS,
-            UiError::Forbidden => http::StatusCode::FORBIDDEN,
+            UiError::Forbidden | UiError::PasswordChangeRequired => http::StatusCode::FORBIDDEN,
             UiError::Invalid(_) => http::StatusCode::BAD_REQUEST,
             UiError::NotFound(_) => http::StatusCode::NOT_FOUND,
             UiError::Conflict(_) => http::StatusCode::CONFLICT,
@@ -63,7 +66,7 @@ impl From<crate::identity::IdentityError> for UiError {
     fn from(error: crate::identity::IdentityError) -> Self {
         use crate::identity::IdentityError as E;
         match error {
-            E::InvalidCredentials => UiError::Unauthorized(error.to_string()),
+            E::InvalidCredentials | E::AccountDisabled => UiError::Unauthorized(error.to_string()),
             E::Throttled { .. } => UiError::Throttled(error.to_string()),
             E::Store(inner) => {
                 tracing::error!(error = %inner, "storage failure in a UI request");
@@ -112,7 +115,9 @@ impl From<crate::admin_actions::AdminError> for UiError {
             E::InvalidNamespace(message)
             | E::InvalidUsername(message)
             | E::InvalidRole(message) => UiError::Invalid(message),
-            E::NoSuchKey => UiError::NotFound(error.to_string()),
+            E::NoSuchKey | E::NoSuchUser => UiError::NotFound(error.to_string()),
+            E::LastAdmin => UiError::Conflict(error.to_string()),
+            E::NothingToChange => UiError::Invalid(error.to_string()),
             E::Identity(taken @ crate::identity::IdentityError::UsernameTaken(_)) => {
                 UiError::Conflict(taken.to_string())
             }

@@ -8,7 +8,7 @@ use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 use crate::components::Hydrated;
 use crate::pages::{
     AdminPage, ApprovalsPage, LoginPage, NotFound, OperationPage, OperationsPage, OverviewPage,
-    ToolsPage, UnknownsPage,
+    PasswordPage, ToolsPage, UnknownsPage,
 };
 
 /// The whole document, rendered on the server around the app.
@@ -55,6 +55,7 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("unknowns") view=UnknownsPage ssr=SsrMode::Async />
                 <Route path=StaticSegment("tools") view=ToolsPage ssr=SsrMode::Async />
                 <Route path=StaticSegment("admin") view=AdminPage ssr=SsrMode::Async />
+                <Route path=StaticSegment("password") view=PasswordPage ssr=SsrMode::Async />
                 <Route path=StaticSegment("login") view=LoginPage />
             </Routes>
         </Router>

@@ -10,6 +10,7 @@
 
 mod actions;
 mod api;
+mod guard;
 mod people;
 mod scenario;
 mod tools;
@@ -28,6 +29,8 @@ use crate::workers::{stopped, StopSignal};
 use api::{AgentApi, CallError, Faults};
 use people::DemoPerson;
 use workload::Agent;
+
+pub use guard::{admit, claim, DemoRefused};
 
 /// The actor of what the demo sets up, in the audit of people.
 const ACTOR: &str = "system";
@@ -130,7 +133,7 @@ fn announce(base: &str, people: &[DemoPerson]) {
 }
 
 /// Where people reach the server: the configured public URL, else the listening address.
-fn public_base(config: &ServeConfig, address: SocketAddr) -> String {
+pub(crate) fn public_base(config: &ServeConfig, address: SocketAddr) -> String {
     match config.public_url.as_deref() {
         Some(url) => url.trim_end_matches('/').to_owned(),
         None => format!("http://{}", loopback(address)),

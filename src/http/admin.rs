@@ -6,7 +6,7 @@ use app::domain::{ApiKeyInfo, Namespace, Role, UserInfo, Username};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, patch};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -23,6 +23,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/keys", get(list_keys).post(create_key))
         .route("/v1/keys/{id}", delete(revoke_key))
         .route("/v1/users", get(list_users).post(create_user))
+        .route("/v1/users/{id}", patch(update_user).delete(delete_user))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -213,6 +214,90 @@ async fn list_users(State(state): State<AppState>, _admin: Admin) -> ApiResult<A
     Ok(AppJson(UserList { users }))
 }
 
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdateUserRequest {
+    /// `true` disables the person (their sessions end at once), `false` enables them.
+    #[serde(default)]
+    disabled: Option<bool>,
+    #[serde(default)]
+    #[schema(value_type = Option<Role>)]
+    role: Option<String>,
+}
+
+/// Disables or enables a person, or changes their role (at least one of the two).
+#[utoipa::path(
+    patch,
+    path = "/v1/users/{id}",
+    tag = "admin",
+    security(("session" = [])),
+    params(("id" = Uuid, Path, description = "The person's `id`")),
+    request_body = UpdateUserRequest,
+    responses(
+        (status = 200, body = CreatedUser, description = "The person as they are now"),
+        (status = 400, body = ErrorBody,
+            description = "`malformed_json`, `invalid_request` or `invalid_role`"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: not signed in, or a bad API key"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: not an admin, or an API key (this is for people)"),
+        (status = 404, body = ErrorBody, description = "`not_found`: no such user"),
+        (status = 409, body = ErrorBody,
+            description = "`last_admin`: it would leave no enabled admin"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+#[tracing::instrument(skip_all, fields(actor = %person.0.username))]
+async fn update_user(
+    State(state): State<AppState>,
+    Admin(person): Admin,
+    address: ClientAddress,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<UpdateUserRequest>,
+) -> ApiResult<AppJson<CreatedUser>> {
+    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound("no such user"))?;
+    let by = person.acting(address);
+    let user = state
+        .admin_actions
+        .update_user(&by, id, body.disabled, body.role.as_deref())
+        .await?;
+    Ok(AppJson(CreatedUser { user }))
+}
+
+/// Deletes a person and ends their sessions; the audit keeps their name.
+#[utoipa::path(
+    delete,
+    path = "/v1/users/{id}",
+    tag = "admin",
+    security(("session" = [])),
+    params(("id" = Uuid, Path, description = "The person's `id`")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, body = ErrorBody,
+            description = "`unauthorized`: not signed in, or a bad API key"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: not an admin, or an API key (this is for people)"),
+        (status = 404, body = ErrorBody, description = "`not_found`: no such user"),
+        (status = 409, body = ErrorBody,
+            description = "`last_admin`: it would leave no enabled admin"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+#[tracing::instrument(skip_all, fields(actor = %person.0.username))]
+async fn delete_user(
+    State(state): State<AppState>,
+    Admin(person): Admin,
+    address: ClientAddress,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound("no such user"))?;
+    let by = person.acting(address);
+    state.admin_actions.delete_user(&by, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 impl From<AdminError> for ApiError {
     fn from(error: AdminError) -> Self {
         match error {
@@ -224,6 +309,14 @@ impl From<AdminError> for ApiError {
             }
             AdminError::InvalidRole(message) => ApiError::bad_request("invalid_role", message),
             AdminError::NoSuchKey => ApiError::NotFound("no such API key"),
+            AdminError::NoSuchUser => ApiError::NotFound("no such user"),
+            AdminError::LastAdmin => ApiError::Conflict {
+                code: "last_admin",
+                message: error.to_string(),
+            },
+            AdminError::NothingToChange => {
+                ApiError::bad_request("invalid_request", error.to_string())
+            }
             AdminError::Identity(error) => error.into(),
             AdminError::Ledger(error) => error.into(),
         }

@@ -86,12 +86,45 @@ async fn agent_from(parts: &Parts, state: &AppState) -> ApiResult<Option<AgentCa
     Ok(Some(AgentCaller(agent)))
 }
 
-async fn person_from(parts: &Parts, state: &AppState) -> ApiResult<Option<Person>> {
+/// The person of a live session, even one who must still change a generated password.
+async fn signed_in_from(parts: &Parts, state: &AppState) -> ApiResult<Option<SignedIn>> {
     let Some(token) = SessionCookie::read(&parts.headers) else {
         return Ok(None);
     };
     let user = state.identity.person_for_session(&token).await?;
-    Ok(user.map(Person))
+    Ok(user.map(|user| SignedIn { user, token }))
+}
+
+/// The person of a live session, refused until they have changed a generated password.
+async fn person_from(parts: &Parts, state: &AppState) -> ApiResult<Option<Person>> {
+    match signed_in_from(parts, state).await? {
+        Some(signed_in) if signed_in.user.must_change_password => {
+            Err(ApiError::PasswordChangeRequired)
+        }
+        signed_in => Ok(signed_in.map(|signed_in| Person(signed_in.user))),
+    }
+}
+
+/// A person signed in, even one who must first change the password they were given: only
+/// `/auth/password` and `/auth/me` take this; every other route takes [`Person`].
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub user: UserInfo,
+    /// The session's token, so a password change can keep this session.
+    token: String,
+}
+
+impl FromRequestParts<AppState> for SignedIn {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        if bearer_token(&parts.headers).is_some() {
+            agent_from(parts, state).await?;
+            return Err(ApiError::Forbidden);
+        }
+        signed_in_from(parts, state)
+            .await?
+            .ok_or(ApiError::Unauthorized("sign in first"))
+    }
 }
 
 impl FromRequestParts<AppState> for AgentCaller {
@@ -180,6 +213,64 @@ pub fn router() -> Router<AppState> {
         .route("/auth/login", post(login))
         .route("/auth/logout", post(logout))
         .route("/auth/me", get(me))
+        .route("/auth/password", post(change_password))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+struct ChangePasswordRequest {
+    current_password: String,
+    new_password: String,
+}
+
+/// Changes the signed-in person's own password and ends their other sessions (this one
+/// stays). The only route open to a person who must still change a generated password.
+#[utoipa::path(
+    post,
+    path = "/auth/password",
+    tag = "auth",
+    security(("session" = [])),
+    request_body = ChangePasswordRequest,
+    responses(
+        (status = 204, description = "Changed; the person's other sessions have ended"),
+        (status = 400, body = ErrorBody,
+            description = "`malformed_json`, `invalid_request`, `weak_password` or \
+                `wrong_current_password`"),
+        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
+        (status = 403, body = ErrorBody,
+            description = "`forbidden`: an API key (this is for people)"),
+        (status = 415, body = ErrorBody,
+            description = "`unsupported_media_type`: the body is not declared as JSON"),
+        (status = 500, body = ErrorBody, description = "`internal_error`"),
+    )
+)]
+#[tracing::instrument(skip_all)]
+async fn change_password(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    address: super::audit::ClientAddress,
+    AppJson(body): AppJson<ChangePasswordRequest>,
+) -> ApiResult<StatusCode> {
+    state
+        .identity
+        .change_own_password(
+            &signed_in.user,
+            &signed_in.token,
+            &body.current_password,
+            &body.new_password,
+        )
+        .await?;
+    let by = Person(signed_in.user).acting(address);
+    state
+        .audit
+        .record(app::audit::PersonAction {
+            actor: app::audit::person_actor(&by.person.username),
+            address: by.address,
+            action: app::audit::actions::PASSWORD_CHANGED,
+            subject: format!("user:{}", by.person.username),
+            detail: serde_json::json!({ "own": true }),
+        })
+        .await;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -296,12 +387,32 @@ enum MeBody {
         (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
-async fn me(caller: Caller) -> Response {
+async fn me(caller: MeCaller) -> Response {
     match caller {
-        Caller::Person(Person(user)) => AppJson(UserResponse { user }).into_response(),
-        Caller::Agent(AgentCaller(agent)) => AppJson(serde_json::json!({
+        MeCaller::Person(SignedIn { user, .. }) => AppJson(UserResponse { user }).into_response(),
+        MeCaller::Agent(AgentCaller(agent)) => AppJson(serde_json::json!({
             "agent": AgentInfo { namespace: agent.namespace, key_id: agent.key_id, key_name: agent.key_name }
         }))
         .into_response(),
+    }
+}
+
+/// The caller of `/auth/me`: an agent, or a person (one who must change a generated
+/// password too, so that clients can tell them to).
+enum MeCaller {
+    Agent(AgentCaller),
+    Person(SignedIn),
+}
+
+impl FromRequestParts<AppState> for MeCaller {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        if let Some(agent) = agent_from(parts, state).await? {
+            return Ok(MeCaller::Agent(agent));
+        }
+        signed_in_from(parts, state)
+            .await?
+            .map(MeCaller::Person)
+            .ok_or(ApiError::Unauthorized("sign in or send an API key"))
     }
 }

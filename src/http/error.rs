@@ -27,6 +27,9 @@ pub enum ApiError {
     /// 403: the caller is known but lacks the role.
     #[error("your role does not allow this")]
     Forbidden,
+    /// 403: the person signed in with a generated password and must choose their own first.
+    #[error("choose a new password first: POST /auth/password")]
+    PasswordChangeRequired,
     /// 403: a browser was made to send a state change from another site.
     #[error("cross-site requests may not change anything; use idem's own pages or an API key")]
     CrossSite,
@@ -78,7 +81,9 @@ impl ApiError {
         match self {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden | ApiError::CrossSite => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::CrossSite | ApiError::PasswordChangeRequired => {
+                StatusCode::FORBIDDEN
+            }
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -98,6 +103,7 @@ impl ApiError {
             | ApiError::BadGateway { code, .. } => code,
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden => "forbidden",
+            ApiError::PasswordChangeRequired => "password_change_required",
             ApiError::CrossSite => "cross_site_request",
             ApiError::NotFound(_) => "not_found",
             ApiError::PayloadTooLarge => "payload_too_large",
@@ -175,8 +181,12 @@ impl From<StoreError> for ApiError {
 impl From<IdentityError> for ApiError {
     fn from(error: IdentityError) -> Self {
         match error {
-            IdentityError::InvalidCredentials => {
+            // A disabled person learns no more than a wrong password tells.
+            IdentityError::InvalidCredentials | IdentityError::AccountDisabled => {
                 ApiError::Unauthorized("wrong username or password")
+            }
+            IdentityError::WrongCurrentPassword => {
+                ApiError::bad_request("wrong_current_password", error.to_string())
             }
             IdentityError::Throttled {
                 retry_after_seconds,

@@ -4,7 +4,12 @@
 /// Implements `IdentityStore` for a backend store whose pools are named `$reader` (reads)
 /// and `$writer` (changes).
 macro_rules! impl_identity_store {
-    (store: $store:ident, reader: $reader:ident, writer: $writer:ident) => {
+    (
+        store: $store:ident,
+        reader: $reader:ident,
+        writer: $writer:ident,
+        lock_admins: $lock_admins:literal
+    ) => {
         #[async_trait::async_trait]
         impl IdentityStore for $store {
             async fn count_users(&self) -> Result<u64, StoreError> {
@@ -17,14 +22,16 @@ macro_rules! impl_identity_store {
 
             async fn insert_user(&self, user: NewUser) -> Result<(), StoreError> {
                 sqlx::query(
-                    r#"insert into users (id, username, role, password_hash, created_at)
-                       values ($1, $2, $3, $4, $5)"#,
+                    r#"insert into users
+                           (id, username, role, password_hash, created_at, must_change_password)
+                       values ($1, $2, $3, $4, $5, $6)"#,
                 )
                 .bind(user.id)
                 .bind(user.username.as_str())
                 .bind(user.role.as_str())
                 .bind(user.password_hash)
                 .bind(user.created_at)
+                .bind(user.must_change_password)
                 .execute(&self.$writer)
                 .await
                 .map_err(store_error)?;
@@ -60,7 +67,10 @@ macro_rules! impl_identity_store {
                 password_hash: String,
             ) -> Result<bool, StoreError> {
                 let mut tx = self.$writer.begin().await.map_err(store_error)?;
-                let updated = sqlx::query("update users set password_hash = $1 where username = $2")
+                let updated = sqlx::query(
+                    "update users set password_hash = $1, must_change_password = false \
+                     where username = $2",
+                )
                     .bind(password_hash)
                     .bind(username.as_str())
                     .execute(&mut *tx)
@@ -76,6 +86,109 @@ macro_rules! impl_identity_store {
                 .map_err(store_error)?;
                 tx.commit().await.map_err(store_error)?;
                 Ok(updated == 1)
+            }
+
+            async fn set_own_password(
+                &self,
+                id: Uuid,
+                password_hash: String,
+                keep: &SecretHash,
+            ) -> Result<(), StoreError> {
+                let mut tx = self.$writer.begin().await.map_err(store_error)?;
+                sqlx::query(
+                    "update users set password_hash = $1, must_change_password = false where id = $2",
+                )
+                .bind(password_hash)
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+                sqlx::query("delete from sessions where user_id = $1 and token_hash <> $2")
+                    .bind(id)
+                    .bind(&keep.0[..])
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                tx.commit().await.map_err(store_error)?;
+                Ok(())
+            }
+
+            async fn change_account(
+                &self,
+                id: Uuid,
+                change: &AccountChange,
+                now: DateTime<Utc>,
+            ) -> Result<AccountChanged, StoreError> {
+                let mut tx = self.$writer.begin().await.map_err(store_error)?;
+                sqlx::query($lock_admins)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                let sql = format!("select {USER_COLUMNS} from users where id = $1");
+                let row: Option<UserRow> = sqlx::query_as(&sql)
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                let Some(user) = row.map(StoredUser::try_from).transpose()? else {
+                    return Ok(AccountChanged::NoSuchUser);
+                };
+                if change.removes_an_admin(&user.info) {
+                    let (admins,): (i64,) = sqlx::query_as(
+                        "select count(*) from users where role = 'admin' and disabled_at is null",
+                    )
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                    if admins <= 1 {
+                        return Ok(AccountChanged::LastAdmin);
+                    }
+                }
+                if change.ends_sessions() {
+                    sqlx::query("delete from sessions where user_id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(store_error)?;
+                }
+                let before = user.info;
+                let mut info = before.clone();
+                match change {
+                    AccountChange::Delete => {
+                        sqlx::query("delete from users where id = $1")
+                            .bind(id)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(store_error)?;
+                    }
+                    AccountChange::Update { disabled, role } => {
+                        if let Some(disabled) = *disabled {
+                            info.disabled = disabled;
+                        }
+                        if let Some(role) = *role {
+                            info.role = role;
+                        }
+                        // A disabled person keeps the time they were first disabled.
+                        sqlx::query(
+                            r#"update users
+                               set role = $2,
+                                   disabled_at = case when $3 then coalesce(disabled_at, $4) end
+                               where id = $1"#,
+                        )
+                        .bind(id)
+                        .bind(info.role.as_str())
+                        .bind(info.disabled)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(store_error)?;
+                    }
+                }
+                tx.commit().await.map_err(store_error)?;
+                Ok(AccountChanged::Done {
+                    before,
+                    after: info,
+                })
             }
 
             async fn insert_session(&self, session: NewSession) -> Result<(), StoreError> {
@@ -99,7 +212,7 @@ macro_rules! impl_identity_store {
             ) -> Result<Option<StoredSession>, StoreError> {
                 let row: Option<SessionUserRow> = sqlx::query_as(
                     r#"select u.id, u.username, u.role, u.password_hash, u.created_at,
-                              s.expires_at, s.last_used_at
+                              u.disabled_at, u.must_change_password, s.expires_at, s.last_used_at
                        from sessions s join users u on u.id = s.user_id
                        where s.token_hash = $1"#,
                 )

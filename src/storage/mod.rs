@@ -12,6 +12,7 @@ mod push_sql;
 mod quiet_events;
 mod rows;
 mod sqlite;
+pub mod survey;
 pub mod testing;
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 /// Columns selected for a user.
-pub const USER_COLUMNS: &str = "id, username, role, password_hash, created_at";
+pub const USER_COLUMNS: &str =
+    "id, username, role, password_hash, created_at, disabled_at, must_change_password";
 /// Columns selected for an API key.
 pub const API_KEY_COLUMNS: &str =
     "id, namespace, name, prefix, created_at, last_used_at, revoked_at";
@@ -20,6 +21,8 @@ pub struct UserRow {
     role: String,
     password_hash: String,
     created_at: DateTime<Utc>,
+    disabled_at: Option<DateTime<Utc>>,
+    must_change_password: bool,
 }
 
 impl TryFrom<UserRow> for StoredUser {
@@ -31,6 +34,8 @@ impl TryFrom<UserRow> for StoredUser {
                 username: row.username.try_into().map_err(corrupt)?,
                 role: row.role.parse::<Role>().map_err(corrupt)?,
                 created_at: row.created_at,
+                disabled: row.disabled_at.is_some(),
+                must_change_password: row.must_change_password,
             },
             password_hash: row.password_hash,
         })

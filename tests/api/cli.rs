@@ -12,6 +12,7 @@ on_both_databases!(
     users_create_reads_the_password_from_stdin,
     bad_arguments_fail_with_a_message_and_change_nothing,
     serve_answers_and_stops_cleanly_on_sigterm,
+    users_are_disabled_enabled_re_roled_and_deleted_by_username,
 );
 
 /// Runs the `idem` binary on the database, with `stdin` as its input.
@@ -177,7 +178,7 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: Db) {
         .args(["serve", "--bind", "127.0.0.1:0"])
         .env("IDEM_DATABASE_URL", database.url())
         .env("IDEM_LOG", "info")
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -202,8 +203,21 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: Db) {
     assert!(
         printed
             .iter()
-            .any(|line| line.contains("created the first user") && line.contains("password=")),
-        "the first admin's password is printed once: {printed:?}"
+            .any(|line| line.contains("created the first user")),
+        "the log says the first admin was made: {printed:?}"
+    );
+    let mut out = BufReader::new(server.stdout.take().unwrap()).lines();
+    let announced = out.next().unwrap().unwrap();
+    let prefix = format!("first start: sign in at http://{address}/login as admin with password ");
+    let password = announced
+        .strip_prefix(&prefix)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("the first admin's password on stdout: {announced:?}"))
+        .to_owned();
+    assert!(password.len() >= 16, "{announced}");
+    assert!(
+        printed.iter().all(|line| !line.contains(&password)),
+        "the password is never in the log: {printed:?}"
     );
 
     let health = reqwest::get(format!("http://{address}/healthz"))
@@ -226,4 +240,79 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: Db) {
         rest.iter().any(|line| line.contains("idem stopped")),
         "{rest:?}"
     );
+}
+
+async fn users_are_disabled_enabled_re_roled_and_deleted_by_username(db: Db) {
+    use app::domain::Role;
+    let app = TestApp::spawn(db).await;
+    let url = app.database.url();
+    app.create_person("olga", Role::Viewer, "olga's password")
+        .await;
+    let olga = app.anonymous();
+    assert_eq!(olga.login("olga", "olga's password").await.status(), 200);
+    let run = |args: &[&str]| idem(args, url, None);
+
+    let disabled = run(&["users", "disable", "--username", "olga"]);
+    assert!(disabled.status.success(), "{disabled:?}");
+    assert_eq!(olga.me().await.status(), 401, "her session ended");
+    let login = app.anonymous().login("olga", "olga's password").await;
+    assert_eq!(login.status(), 401);
+    assert!(run(&["users", "enable", "--username", "olga"])
+        .status
+        .success());
+    assert_eq!(olga.login("olga", "olga's password").await.status(), 200);
+
+    let set_role = [
+        "users",
+        "set-role",
+        "--username",
+        "olga",
+        "--role",
+        "approver",
+    ];
+    assert!(run(&set_role).status.success());
+    let listed = stdout(&run(&["users", "list"]));
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.starts_with("olga") && line.ends_with("approver")),
+        "{listed}"
+    );
+
+    assert!(run(&["users", "delete", "--username", "olga"])
+        .status
+        .success());
+    assert_eq!(olga.me().await.status(), 401);
+    let again = run(&["users", "delete", "--username", "olga"]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no user named olga"));
+
+    // The bootstrap admin is the only admin: it stays.
+    let last = run(&[
+        "users",
+        "set-role",
+        "--username",
+        "admin",
+        "--role",
+        "viewer",
+    ]);
+    assert!(!last.status.success());
+    assert!(String::from_utf8_lossy(&last.stderr).contains("last enabled admin"));
+    let bad_role = run(&["users", "set-role", "--username", "admin", "--role", "root"]);
+    assert!(!bad_role.status.success());
+
+    let events = app.state.audit.page(None, 200).await.unwrap().0;
+    let by_cli: Vec<&str> = events
+        .iter()
+        .filter(|event| event.actor == "cli" && event.subject == "user:olga")
+        .map(|event| event.action.as_str())
+        .collect();
+    for action in [
+        "user.disabled",
+        "user.enabled",
+        "user.role_changed",
+        "user.deleted",
+    ] {
+        assert!(by_cli.contains(&action), "{action} in {by_cli:?}");
+    }
 }

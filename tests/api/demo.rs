@@ -16,6 +16,8 @@ on_both_databases!(
     a_restarted_demo_gives_its_people_new_passwords_and_its_agent_a_new_key,
 );
 
+mod refusals;
+
 /// A brisk demo, so that everything has happened within seconds.
 const BRISK: [(&str, &str); 2] = [
     ("IDEM_DEMO_PACE_MS", "40"),
@@ -84,7 +86,7 @@ impl Seen {
     }
 }
 
-async fn json_of(client: &Client, path: &str) -> Value {
+pub(super) async fn json_of(client: &Client, path: &str) -> Value {
     let response = client.get(path).await;
     assert_eq!(response.status(), 200, "{path}");
     response.json().await.unwrap()

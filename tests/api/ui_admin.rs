@@ -13,7 +13,7 @@ on_both_databases!(
 );
 
 /// A server function called as a form posts it.
-async fn call(client: &Client, endpoint: &str, form: &str) -> reqwest::Response {
+pub(crate) async fn call(client: &Client, endpoint: &str, form: &str) -> reqwest::Response {
     let path = format!("/api/{endpoint}");
     let content_type = Some("application/x-www-form-urlencoded");
     client.post_raw(&path, form.to_owned(), content_type).await
@@ -33,6 +33,11 @@ async fn the_admin_server_functions_refuse_everyone_but_admins(db: Db) {
             ("api_keys", ""),
             ("revoke_api_key", "id=01a232dc-4cb7-7494-9df1-8fa908e148b3"),
             ("register_tool", "form[name]=t&form[effect]=read_only"),
+            (
+                "update_user",
+                "id=01a232dc-4cb7-7494-9df1-8fa908e148b3&disabled=true",
+            ),
+            ("delete_user", "id=01a232dc-4cb7-7494-9df1-8fa908e148b3"),
         ] {
             let response = call(&person, endpoint, form).await;
             assert_eq!(response.status(), 403, "{role:?} on {endpoint}");

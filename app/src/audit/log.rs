@@ -24,6 +24,10 @@ pub mod actions {
     pub const API_KEY_REVOKED: &str = "api_key.revoked";
     pub const USER_CREATED: &str = "user.created";
     pub const PASSWORD_CHANGED: &str = "user.password_changed";
+    pub const USER_DISABLED: &str = "user.disabled";
+    pub const USER_ENABLED: &str = "user.enabled";
+    pub const USER_ROLE_CHANGED: &str = "user.role_changed";
+    pub const USER_DELETED: &str = "user.deleted";
     pub const TOOL_REGISTERED: &str = "tool.registered";
 }
 
@@ -113,6 +117,7 @@ impl AuditLog {
             Err(error) => {
                 let reason = match error {
                     IdentityError::InvalidCredentials => "invalid_credentials",
+                    IdentityError::AccountDisabled => "disabled",
                     IdentityError::Throttled { .. } => "throttled",
                     _ => return,
                 };

@@ -35,6 +35,10 @@ pub fn Frame(children: ChildrenFn) -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted page">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match user.await {
+                    // A generated password is changed before anything else.
+                    Ok(Some(user)) if user.must_change_password => {
+                        view! { <Redirect path="/password" /> }.into_any()
+                    }
                     Ok(Some(user)) => {
                         provide_context(Viewer(user.clone()));
                         view! {
@@ -77,6 +81,7 @@ fn TopBar(user: UserInfo) -> impl IntoView {
                     "Signed in as " <strong>{user.username.to_string()}</strong>
                     <span class="badge">{user.role.as_str()}</span>
                 </span>
+                <A href="/password" attr:class="account-link">"Password"</A>
                 <SignOut />
             </div>
         </header>

@@ -91,6 +91,13 @@ pub struct UserInfo {
     pub username: Username,
     pub role: Role,
     pub created_at: DateTime<Utc>,
+    /// A disabled person cannot sign in and has no sessions; an admin can enable them again.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Until they choose a new password, the person may only do that (the first admin,
+    /// whose password was generated).
+    #[serde(default)]
+    pub must_change_password: bool,
 }
 
 /// An API key as it is listed: never the secret, only the prefix that identifies it.

@@ -4,6 +4,7 @@
 //! `cookie` so that the REST routes and the UI agree on it. The server crate implements
 //! [`IdentityStore`] for each database and turns [`IdentityError`] into responses.
 
+mod account;
 mod cookie;
 mod password;
 mod secret;
@@ -11,6 +12,7 @@ mod service;
 mod store;
 mod throttle;
 
+pub use account::{AccountChange, AccountChanged};
 pub use cookie::{SessionCookie, SESSION_COOKIE};
 pub use password::PasswordHasher;
 pub use secret::{random_token, ApiKeySecret, SecretHash, SessionToken};

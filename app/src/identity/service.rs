@@ -14,6 +14,8 @@ use crate::domain::{ApiKeyInfo, Namespace, Role, UserInfo, Username};
 use crate::read_cache::ReadCache;
 use crate::store_error::StoreError;
 
+mod people;
+
 /// What can go wrong in identity operations, as the adapters need to tell callers.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
@@ -23,6 +25,13 @@ pub enum IdentityError {
     /// Unknown user or wrong password: deliberately indistinguishable.
     #[error("wrong username or password")]
     InvalidCredentials,
+    /// The right password of a disabled person. Answered exactly as
+    /// [`IdentityError::InvalidCredentials`]; only the audit tells them apart.
+    #[error("wrong username or password")]
+    AccountDisabled,
+    /// The current password given to change one's own was wrong.
+    #[error("the current password is wrong")]
+    WrongCurrentPassword,
     /// A user with this name already exists.
     #[error("a user named {0} already exists")]
     UsernameTaken(Username),
@@ -126,7 +135,7 @@ impl Identity {
         let result = self.check_credentials(username, password).await;
         match &result {
             Ok(_) => self.throttle.record_success(&user_key),
-            Err(IdentityError::InvalidCredentials) => {
+            Err(IdentityError::InvalidCredentials | IdentityError::AccountDisabled) => {
                 self.throttle.record_failure(&keys, Instant::now())
             }
             Err(_) => {}
@@ -151,6 +160,9 @@ impl Identity {
         let user = stored
             .expect("a verified password belongs to a stored user")
             .info;
+        if user.disabled {
+            return Err(IdentityError::AccountDisabled);
+        }
         let token = SessionToken::generate();
         let now = Utc::now();
         self.store
@@ -178,7 +190,8 @@ impl Identity {
             return Ok(None);
         };
         let now = Utc::now();
-        if !session.is_live(now, self.policy.session_idle_timeout) {
+        // Disabling deletes the sessions too; this holds should one be opened meanwhile.
+        if !session.is_live(now, self.policy.session_idle_timeout) || session.user.disabled {
             self.store.delete_session(&hash).await?;
             return Ok(None);
         }
@@ -245,12 +258,26 @@ impl Identity {
         role: Role,
         password: &str,
     ) -> Result<UserInfo, IdentityError> {
+        self.insert_user(username, role, password, false).await
+    }
+
+    /// Creates a person; with `must_change_password`, their first act must be choosing a
+    /// new password.
+    async fn insert_user(
+        &self,
+        username: Username,
+        role: Role,
+        password: &str,
+        must_change_password: bool,
+    ) -> Result<UserInfo, IdentityError> {
         self.check_password(password)?;
         let info = UserInfo {
             id: Uuid::now_v7(),
             username,
             role,
             created_at: Utc::now(),
+            disabled: false,
+            must_change_password,
         };
         let password_hash = self.hasher.hash(password.to_owned()).await;
         let new = NewUser {
@@ -259,6 +286,7 @@ impl Identity {
             role,
             password_hash,
             created_at: info.created_at,
+            must_change_password,
         };
         match self.store.insert_user(new).await {
             Ok(()) => Ok(info),
@@ -300,7 +328,8 @@ impl Identity {
             .take(24)
             .collect::<String>();
         let admin = Username::try_from("admin").expect("'admin' is a valid username");
-        match self.create_user(admin, Role::Admin, &password).await {
+        // The password was printed: whoever signs in with it first chooses their own.
+        match self.insert_user(admin, Role::Admin, &password, true).await {
             Ok(_) => Ok(Some(password)),
             // Another process bootstrapped at the same moment: theirs stands.
             Err(IdentityError::UsernameTaken(_)) => Ok(None),

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
-use super::SecretHash;
+use super::{AccountChange, AccountChanged, SecretHash};
 use crate::domain::{ApiKeyInfo, Role, UserInfo, Username};
 use crate::store_error::StoreError;
 
@@ -16,6 +16,8 @@ pub struct NewUser {
     pub role: Role,
     pub password_hash: String,
     pub created_at: DateTime<Utc>,
+    /// Whether the person must choose a new password at their first sign-in.
+    pub must_change_password: bool,
 }
 
 /// A user with the hash needed to check a password.
@@ -79,6 +81,23 @@ pub trait IdentityStore: Send + Sync {
         username: &Username,
         password_hash: String,
     ) -> Result<bool, StoreError>;
+    /// The person's own new password: replaces the hash, clears `must_change_password` and
+    /// ends every other session of theirs (not `keep`), atomically.
+    async fn set_own_password(
+        &self,
+        id: Uuid,
+        password_hash: String,
+        keep: &SecretHash,
+    ) -> Result<(), StoreError>;
+    /// Applies an admin's change to the person with this id in one transaction, ending
+    /// their sessions when it disables or deletes them, unless it would leave no enabled
+    /// admin (see [`AccountChange::removes_an_admin`]).
+    async fn change_account(
+        &self,
+        id: Uuid,
+        change: &AccountChange,
+        now: DateTime<Utc>,
+    ) -> Result<AccountChanged, StoreError>;
 
     /// Inserts a session; its last use is its creation.
     async fn insert_session(&self, session: NewSession) -> Result<(), StoreError>;
@@ -120,6 +139,8 @@ mod tests {
                 username: Username::try_from("ada").unwrap(),
                 role: Role::Viewer,
                 created_at: now - Duration::hours(1),
+                disabled: false,
+                must_change_password: false,
             },
             expires_at: now + expires_in,
             last_used_at: now - used_ago,

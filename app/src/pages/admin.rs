@@ -9,6 +9,9 @@ use crate::components::{
 use crate::domain::{ApiKeyInfo, Permission, Role, UserInfo};
 use crate::server_fns::{list_api_keys, list_users, CreateApiKey, CreateUser, RevokeApiKey};
 
+mod people;
+use people::PersonActions;
+
 #[component]
 pub fn AdminPage() -> impl IntoView {
     view! {
@@ -98,16 +101,33 @@ fn UserTable(users: Vec<UserInfo>) -> impl IntoView {
                         <th scope="col">"Username"</th>
                         <th scope="col">"Role"</th>
                         <th scope="col">"Created"</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Actions"</th>
                     </tr>
                 </thead>
                 <tbody>
                     {users
                         .into_iter()
                         .map(|user| view! {
-                            <tr data-user=user.username.to_string() data-morph-key=user.username.to_string()>
+                            <tr data-user=user.username.to_string() data-morph-key=user.username.to_string() class:revoked=user.disabled>
                                 <th scope="row">{user.username.to_string()}</th>
                                 <td><span class="badge">{user.role.as_str()}</span></td>
                                 <td><RelativeTime at=user.created_at /></td>
+                                <td>
+                                    {if user.disabled {
+                                        view! { <span class="badge status-rejected">"disabled"</span> }.into_any()
+                                    } else {
+                                        view! { <span class="muted">"active"</span> }.into_any()
+                                    }}
+                                </td>
+                                <td>
+                                    <PersonActions
+                                        id=user.id
+                                        username=user.username.to_string()
+                                        role=user.role
+                                        disabled=user.disabled
+                                    />
+                                </td>
                             </tr>
                         })
                         .collect_view()}

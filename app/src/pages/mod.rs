@@ -7,6 +7,7 @@ mod not_found;
 mod operation;
 mod operations;
 mod overview;
+mod password;
 mod tools;
 mod unknowns;
 
@@ -17,5 +18,6 @@ pub use not_found::NotFound;
 pub use operation::OperationPage;
 pub use operations::OperationsPage;
 pub use overview::OverviewPage;
+pub use password::PasswordPage;
 pub use tools::ToolsPage;
 pub use unknowns::UnknownsPage;

@@ -42,6 +42,30 @@ pub async fn create_user(
         .map_err(answer_with_status)
 }
 
+/// Disables or enables a person, or changes their role; disabling ends their sessions.
+#[server(prefix = "/api", endpoint = "update_user")]
+pub async fn update_user(
+    id: Uuid,
+    disabled: Option<bool>,
+    role: Option<String>,
+) -> Result<UserInfo, UiError> {
+    let by = acting(Permission::Administer).await?;
+    admin_actions()?
+        .update_user(&by, id, disabled, role.as_deref())
+        .await
+        .map_err(answer_with_status)
+}
+
+/// Deletes a person and ends their sessions; the audit keeps their name.
+#[server(prefix = "/api", endpoint = "delete_user")]
+pub async fn delete_user(id: Uuid) -> Result<(), UiError> {
+    let by = acting(Permission::Administer).await?;
+    admin_actions()?
+        .delete_user(&by, id)
+        .await
+        .map_err(answer_with_status)
+}
+
 /// Every API key, revoked ones included, never their secrets.
 #[server(prefix = "/api", endpoint = "api_keys")]
 pub async fn list_api_keys() -> Result<Vec<ApiKeyInfo>, UiError> {

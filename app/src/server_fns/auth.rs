@@ -7,7 +7,7 @@ use crate::UiError;
 
 #[cfg(feature = "ssr")]
 use super::context::{
-    answer_with_status, audit, client_address, identity, session_cookie, session_token,
+    answer_with_status, audit, client_address, identity, session_cookie, session_token, signed_in,
 };
 
 /// Checks the credentials, opens a session and sets its cookie.
@@ -50,4 +50,31 @@ pub async fn current_user() -> Result<Option<UserInfo>, UiError> {
             .map_err(answer_with_status),
         None => Ok(None),
     }
+}
+
+/// Changes the signed-in person's own password (the current one is required) and ends their
+/// other sessions; this one stays. Open to a person who must change a generated password.
+#[server(prefix = "/api", endpoint = "change_password")]
+pub async fn change_password(
+    current_password: String,
+    new_password: String,
+) -> Result<(), UiError> {
+    let address = client_address();
+    let audit = audit()?;
+    let identity = identity()?;
+    let (person, token) = signed_in().await?;
+    identity
+        .change_own_password(&person, &token, &current_password, &new_password)
+        .await
+        .map_err(answer_with_status)?;
+    audit
+        .record(crate::audit::PersonAction {
+            actor: crate::audit::person_actor(&person.username),
+            address,
+            action: crate::audit::actions::PASSWORD_CHANGED,
+            subject: format!("user:{}", person.username),
+            detail: serde_json::json!({ "own": true }),
+        })
+        .await;
+    Ok(())
 }

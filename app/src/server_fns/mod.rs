@@ -14,11 +14,14 @@ mod overview;
 mod tools;
 
 pub use admin::{
-    create_api_key, create_user, list_api_keys, list_users, revoke_api_key, CreateApiKey,
-    CreateUser, CreatedKeyView, ListApiKeys, ListUsers, RevokeApiKey,
+    create_api_key, create_user, delete_user, list_api_keys, list_users, revoke_api_key,
+    update_user, CreateApiKey, CreateUser, CreatedKeyView, DeleteUser, ListApiKeys, ListUsers,
+    RevokeApiKey, UpdateUser,
 };
 pub use approvals::{approval_queue, ApprovalQueue, ApprovalRequest};
-pub use auth::{current_user, login, logout, CurrentUser, Login, Logout};
+pub use auth::{
+    change_password, current_user, login, logout, ChangePassword, CurrentUser, Login, Logout,
+};
 pub use operations::{
     approve_operation, expire_operation, list_operations, read_operation, reconcile_operation,
     reject_operation, resolve_operation, ApproveOperation, ExpireOperation, ListOperations,
@@ -77,6 +80,20 @@ mod context {
     pub async fn person_who_may(
         permission: crate::domain::Permission,
     ) -> Result<crate::domain::UserInfo, UiError> {
+        let (person, _) = signed_in().await?;
+        if person.must_change_password {
+            return Err(answer_with_status(UiError::PasswordChangeRequired));
+        }
+        if person.role.can(permission) {
+            Ok(person)
+        } else {
+            Err(answer_with_status(UiError::Forbidden))
+        }
+    }
+
+    /// The person of the live session and its token, even one who must still change a
+    /// generated password (only the password change takes them as they are).
+    pub async fn signed_in() -> Result<(crate::domain::UserInfo, String), UiError> {
         let token = session_token()
             .ok_or_else(|| answer_with_status(UiError::Unauthorized("sign in first".into())))?;
         let person = identity()?
@@ -84,11 +101,7 @@ mod context {
             .await
             .map_err(answer_with_status)?
             .ok_or_else(|| answer_with_status(UiError::Unauthorized("sign in first".into())))?;
-        if person.role.can(permission) {
-            Ok(person)
-        } else {
-            Err(answer_with_status(UiError::Forbidden))
-        }
+        Ok((person, token))
     }
 
     /// The identity service, provided by the server for every request.

@@ -47,6 +47,7 @@ fn new_user(name: &str, role: Role) -> NewUser {
         role,
         password_hash: format!("hash-of-{name}"),
         created_at: now(),
+        must_change_password: false,
     }
 }
 

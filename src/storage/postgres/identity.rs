@@ -2,7 +2,8 @@
 
 use app::domain::{ApiKeyInfo, UserInfo, Username};
 use app::identity::{
-    IdentityStore, NewApiKey, NewSession, NewUser, SecretHash, StoredSession, StoredUser,
+    AccountChange, AccountChanged, IdentityStore, NewApiKey, NewSession, NewUser, SecretHash,
+    StoredSession, StoredUser,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
@@ -15,4 +16,11 @@ use crate::storage::rows::{
 };
 use crate::storage::store_error;
 
-impl_identity_store!(store: PostgresStore, reader: pool, writer: pool);
+// Two admins disabling each other at once must not both pass the last-admin check: the
+// enabled admins' rows are locked for the length of the change.
+impl_identity_store!(
+    store: PostgresStore,
+    reader: pool,
+    writer: pool,
+    lock_admins: "select id from users where role = 'admin' and disabled_at is null for update"
+);

@@ -40,6 +40,11 @@ impl PostgresStore {
         self.membership.as_ref()?.rows()
     }
 
+    /// The pool (for the demo's claim of the database, `survey`).
+    pub(super) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     /// Connects for `idem serve`: as [`PostgresStore::open`], and the process keeps final
     /// outcomes in memory as a member of `kept_members` (it joins once migrated).
     pub async fn open_to_serve(url: &str) -> Result<Self, OpenError> {

@@ -2,7 +2,8 @@
 
 use app::domain::{ApiKeyInfo, UserInfo, Username};
 use app::identity::{
-    IdentityStore, NewApiKey, NewSession, NewUser, SecretHash, StoredSession, StoredUser,
+    AccountChange, AccountChanged, IdentityStore, NewApiKey, NewSession, NewUser, SecretHash,
+    StoredSession, StoredUser,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
@@ -15,4 +16,10 @@ use crate::storage::rows::{
 };
 use crate::storage::store_error;
 
-impl_identity_store!(store: SqliteStore, reader: reader, writer: writer);
+// One writer at a time: a change is alone with the last-admin check, no lock needed.
+impl_identity_store!(
+    store: SqliteStore,
+    reader: reader,
+    writer: writer,
+    lock_admins: "select 1"
+);

@@ -122,6 +122,11 @@ impl SqliteStore {
         self.kept.as_deref()
     }
 
+    /// The one connection that writes (for the demo's claim of the file, `survey`).
+    pub(super) fn writer(&self) -> &SqlitePool {
+        &self.writer
+    }
+
     /// Every operation change committed through this store.
     pub fn changes(&self) -> &Changes {
         &self.changes

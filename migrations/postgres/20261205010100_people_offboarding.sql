@@ -1,0 +1,6 @@
+-- Offboarding and first passwords: a person can be disabled (signed out, refused at sign-in)
+-- and must choose a new password before anything else when `must_change_password` is set
+-- (the first admin, whose password was generated and printed).
+alter table users
+    add column disabled_at timestamptz,
+    add column must_change_password boolean not null default false;
