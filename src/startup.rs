@@ -112,7 +112,8 @@ impl Application {
         let listener = TcpListener::bind(&config.bind).await?;
         let site_addr = listener.local_addr()?;
         let mut ledger = Ledger::new(database.ledger_store())
-            .with_policy_cache(Duration::from_millis(config.read_cache_ms));
+            .with_policy_cache(Duration::from_millis(config.read_cache_ms))
+            .with_changes(database.changes().clone());
         let approval_webhook = match approval_webhook(&config)? {
             Some((queue, worker)) => {
                 ledger = ledger.with_approval_notifier(queue);
