@@ -51,6 +51,10 @@ pub struct ServeConfig {
         default_value_t = 15_000
     )]
     pub metrics_rollup_interval_ms: u64,
+    /// Days an operation is kept after its `expires_at` before it and its events are
+    /// deleted; 0 keeps everything forever.
+    #[arg(long, env = "IDEM_RETENTION_DAYS", default_value_t = 30)]
+    pub retention_days: u64,
     /// How often `unknown` operations are looked for to reconcile, in milliseconds.
     #[arg(long, env = "IDEM_RECONCILE_INTERVAL_MS", default_value_t = 1000)]
     pub reconcile_interval_ms: u64,
@@ -127,6 +131,7 @@ impl ServeConfig {
             request_timeout_secs: 75,
             lease_reaper_interval_ms: 200,
             metrics_rollup_interval_ms: 1000,
+            retention_days: 30,
             reconcile_interval_ms: 200,
             approval_webhook_url: None,
             approval_webhook_retry_ms: vec![20, 20, 20, 20],

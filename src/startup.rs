@@ -35,7 +35,9 @@ use crate::http;
 use crate::http::rate_limit::KeyRateLimit;
 use crate::provider::HttpProvider;
 use crate::storage::Database;
-use crate::workers::{ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler, WebhookQueue};
+use crate::workers::{
+    ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler, Retention, WebhookQueue,
+};
 
 /// What every handler and server function can reach. Handlers get it by value, so a clone
 /// is one reference count, not one per service inside (that showed in a replay's profile).
@@ -70,6 +72,9 @@ impl FromRef<AppState> for LeptosOptions {
     }
 }
 
+/// How often the retention worker looks for expired operations and sessions.
+const RETENTION_INTERVAL: Duration = Duration::from_secs(60);
+
 /// A built application, bound to its port, ready to run.
 pub struct Application {
     listener: TcpListener,
@@ -78,6 +83,8 @@ pub struct Application {
     lease_reaper_interval: Duration,
     metrics_rollup_interval: Duration,
     reconcile_interval: Duration,
+    /// How long operations are kept past their expiry; `None` keeps them forever.
+    retention: Option<chrono::TimeDelta>,
     approval_webhook: Option<ApprovalWebhook>,
     demo: Option<Demo>,
 }
@@ -114,7 +121,8 @@ impl Application {
             announce_first_admin(&demo::public_base(&config, site_addr), &password);
         }
         let mut ledger = Ledger::new(database.ledger_store())
-            .with_policy_cache(Duration::from_millis(config.read_cache_ms));
+            .with_policy_cache(Duration::from_millis(config.read_cache_ms))
+            .with_changes(database.changes().clone());
         let approval_webhook = match approval_webhook(&config)? {
             Some((queue, worker)) => {
                 ledger = ledger.with_approval_notifier(queue);
@@ -155,6 +163,8 @@ impl Application {
                 config.metrics_rollup_interval_ms.max(10),
             ),
             reconcile_interval: Duration::from_millis(config.reconcile_interval_ms.max(10)),
+            retention: (config.retention_days > 0)
+                .then(|| chrono::TimeDelta::days(config.retention_days.min(36_500) as i64)),
             approval_webhook,
             demo,
         })
@@ -192,6 +202,10 @@ impl Application {
         let rollup = MetricsRollup::new(self.state.metrics.clone(), self.metrics_rollup_interval);
         let rollup = tokio::spawn(rollup.run(stop.clone()));
         let reconciler = Reconciler::new(self.state.ledger.clone(), self.reconcile_interval);
+        let retention = self.retention.map(|keep| {
+            let worker = Retention::new(self.state.database.clone(), keep, RETENTION_INTERVAL);
+            tokio::spawn(worker.run(stop.clone()))
+        });
         // The demo agent stops when the shutdown starts, so it sends nothing the server
         // would have to finish; its sandbox stops with the workers, after the last request.
         let (stop_demo_agent, demo_agent_stop) = tokio::sync::watch::channel(false);
@@ -216,6 +230,9 @@ impl Application {
         let _ = reaper.await;
         let _ = rollup.await;
         let _ = reconciler.await;
+        if let Some(retention) = retention {
+            let _ = retention.await;
+        }
         if let Some(webhook) = webhook {
             let _ = webhook.await;
         }

@@ -10,6 +10,7 @@ mod operation_rows;
 mod postgres;
 mod push_sql;
 mod quiet_events;
+mod retention_sql;
 mod rows;
 mod sqlite;
 pub mod survey;
@@ -26,6 +27,7 @@ use app::store_error::StoreError;
 use std::sync::Arc;
 
 pub use postgres::PostgresStore;
+pub use retention_sql::{Purged, RetentionRound};
 pub use sqlite::SqliteStore;
 
 /// Why the database could not be opened.
@@ -148,6 +150,15 @@ impl Database {
         match self {
             Database::Sqlite(store) => Arc::new(store.clone()),
             Database::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    /// One retention round (see `retention_sql`): deletes a small batch of long-expired
+    /// operations with their events, and of expired sessions.
+    pub async fn purge_round(&self, round: &RetentionRound) -> Result<Purged, StoreError> {
+        match self {
+            Database::Sqlite(store) => store.purge_round(round).await,
+            Database::Postgres(store) => store.purge_round(round).await,
         }
     }
 

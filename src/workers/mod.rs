@@ -5,11 +5,13 @@ mod approval_webhook;
 mod lease_reaper;
 mod metrics_rollup;
 mod reconciler;
+mod retention;
 
 pub use approval_webhook::{ApprovalWebhook, WebhookQueue};
 pub use lease_reaper::LeaseReaper;
 pub use metrics_rollup::MetricsRollup;
 pub use reconciler::Reconciler;
+pub use retention::Retention;
 
 use tokio::sync::watch;
 

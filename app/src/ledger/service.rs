@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
+use super::changes::Changes;
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::model::{ClaimRequest, Event, Operation, Runner};
@@ -89,12 +90,36 @@ pub struct Ledger {
     notifier: Option<Arc<dyn ApprovalNotifier>>,
     /// Tool policies as last read (`None`: not registered): every claim needs its tool's.
     policies: Arc<ReadCache<ToolName, Option<ToolPolicy>>>,
+    /// The stream of operation changes that wakes `Prefer: wait` claims; without it they poll.
+    changes: Option<Changes>,
 }
 
 /// How long a tool policy read from the database is reused unless told otherwise.
 const POLICY_CACHE_MAX_AGE: Duration = Duration::from_secs(1);
 /// At most this many tools' policies are kept in memory (agents may name any tool).
 const POLICY_CACHE_CAPACITY: usize = 10_000;
+
+/// How often a waiting claim re-reads its operation although no change of it was announced
+/// (a lease that runs out announces nothing until the reaper turns it `unknown`).
+const WAIT_SAFETY_RECHECK: Duration = Duration::from_secs(2);
+
+/// Completes when a change of operation `id` is announced, or when some were missed (the
+/// stream lagged or closed), so the caller re-reads.
+async fn change_of(
+    stream: &mut tokio::sync::broadcast::Receiver<super::OperationChange>,
+    id: Uuid,
+) {
+    loop {
+        match stream.recv().await {
+            Ok(change) if change.id != id => continue,
+            Ok(_) => return,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                std::future::pending::<()>().await
+            }
+        }
+    }
+}
 
 /// The operation a claim is waiting on, if it waits at all.
 fn unsettled(claim: &Claim) -> Option<Uuid> {
@@ -144,7 +169,15 @@ impl Ledger {
             telemetry: Telemetry::new(),
             notifier: None,
             policies: Arc::new(ReadCache::new(POLICY_CACHE_MAX_AGE, POLICY_CACHE_CAPACITY)),
+            changes: None,
         }
+    }
+
+    /// The same ledger, waking waiting claims (`Prefer: wait`) when their operation changes
+    /// instead of polling the database for it.
+    pub fn with_changes(mut self, changes: Changes) -> Self {
+        self.changes = Some(changes);
+        self
     }
 
     /// The same ledger, reusing a tool policy read from the database for `max_age` (zero:
@@ -250,26 +283,44 @@ impl Ledger {
         answer
     }
 
-    /// Polls the operation until it leaves `pending` (or its lease runs out) and
-    /// `awaiting_approval`; `false` when the deadline came first.
+    /// Waits until the operation leaves `pending` (or its lease runs out) and
+    /// `awaiting_approval`; `false` when the deadline came first. With the change stream it
+    /// re-reads the operation when a change of it is announced, and every
+    /// [`WAIT_SAFETY_RECHECK`] in case an announcement was missed; without it, it polls.
     async fn wait_until_settled(&self, id: Uuid, deadline: Instant) -> Result<bool, LedgerError> {
+        let mut changes = self.changes.as_ref().map(Changes::subscribe);
         let mut pause = Duration::from_millis(20);
         loop {
+            if self.settled(id).await? {
+                return Ok(true);
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Ok(false);
             }
-            tokio::time::sleep(pause.min(deadline - now)).await;
-            pause = (pause * 2).min(Duration::from_millis(250));
-            let Some(operation) = self.store.operation(id).await? else {
-                return Ok(true);
-            };
-            let running = operation.status == OperationStatus::Pending
-                && operation.lease_is_live(chrono::Utc::now());
-            if !running && operation.status != OperationStatus::AwaitingApproval {
-                return Ok(true);
+            let nap = deadline - now;
+            match changes.as_mut() {
+                Some(stream) => {
+                    let _ =
+                        tokio::time::timeout(nap.min(WAIT_SAFETY_RECHECK), change_of(stream, id))
+                            .await;
+                }
+                None => {
+                    tokio::time::sleep(pause.min(nap)).await;
+                    pause = (pause * 2).min(Duration::from_millis(250));
+                }
             }
         }
+    }
+
+    /// Whether the operation no longer holds a waiting claim (gone counts as settled).
+    async fn settled(&self, id: Uuid) -> Result<bool, LedgerError> {
+        let Some(operation) = self.store.operation(id).await? else {
+            return Ok(true);
+        };
+        let running = operation.status == OperationStatus::Pending
+            && operation.lease_is_live(chrono::Utc::now());
+        Ok(!running && operation.status != OperationStatus::AwaitingApproval)
     }
 
     /// Checks and normalises a claim (see [`check_request`] and [`prepare_claim`]) under the

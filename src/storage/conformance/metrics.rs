@@ -18,7 +18,7 @@ conformance!(
     folding_past_minutes_changes_no_answer_and_folds_each_minute_once,
 );
 
-async fn run<F, Fut>(backend: Backend, check: F)
+pub(super) async fn run<F, Fut>(backend: Backend, check: F)
 where
     F: FnOnce(Backend, TestDatabase, Database) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -33,7 +33,7 @@ where
 
 /// Runs a statement without parameters, and returns the first column of its first row if
 /// it has one; the statements here are the same text on both databases.
-async fn sql(backend: Backend, db: &TestDatabase, statement: &str) -> Option<i64> {
+pub(super) async fn sql(backend: Backend, db: &TestDatabase, statement: &str) -> Option<i64> {
     match backend {
         Backend::Sqlite => {
             let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();

@@ -7,6 +7,7 @@ mod hot_path;
 mod identity;
 pub(crate) mod ledger;
 mod metrics;
+mod retention;
 
 /// Runs each named check once per backend, through the given runner.
 macro_rules! conformance {

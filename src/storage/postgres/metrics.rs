@@ -17,6 +17,7 @@ use super::PostgresStore;
 use crate::storage::metrics_sql::{
     fold, impl_metrics_store, raw_counts, FOLDED_COUNTS, GAUGES, RECONCILED,
 };
+use crate::storage::retention_sql::impl_retention;
 use crate::storage::store_error;
 
 impl PostgresStore {
@@ -27,3 +28,5 @@ impl PostgresStore {
 
 impl_metrics_store!(store: PostgresStore, conn: PgConnection,
     minute: "floor(extract(epoch from e.at) / 60)::bigint", lock: " for update skip locked", reader: pool);
+
+impl_retention!(store: PostgresStore);

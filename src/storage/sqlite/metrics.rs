@@ -16,6 +16,7 @@ use super::SqliteStore;
 use crate::storage::metrics_sql::{
     fold, impl_metrics_store, raw_counts, FOLDED_COUNTS, GAUGES, RECONCILED,
 };
+use crate::storage::retention_sql::impl_retention;
 use crate::storage::store_error;
 
 impl SqliteStore {
@@ -30,3 +31,5 @@ impl SqliteStore {
 
 impl_metrics_store!(store: SqliteStore, conn: SqliteConnection,
     minute: "(cast(strftime('%s', e.at) as integer) / 60)", lock: "", reader: reader);
+
+impl_retention!(store: SqliteStore);

@@ -1,0 +1,182 @@
+//! Retention: long-expired settled operations go with their events, in small batches, once
+//! the metrics roll-up has folded their events; open operations and counters stay.
+
+use app::domain::{Namespace, Role, Username};
+use app::identity::{NewSession, NewUser, SecretHash};
+use app::ledger::metrics::MetricsWindow;
+use app::ledger::{Event, EventKind};
+use chrono::{DateTime, TimeDelta, Utc};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::conformance;
+use super::ledger::{request, start};
+use super::metrics::{run, sql};
+use crate::storage::testing::{Backend, TestDatabase};
+use crate::storage::{Database, Purged, RetentionRound};
+
+conformance!(
+    run;
+    expired_settled_operations_go_with_their_events_once_folded,
+    expired_sessions_go,
+);
+
+/// Runs a statement with one time parameter (`$1`) on either database.
+async fn sql_at(backend: Backend, db: &TestDatabase, statement: &str, at: DateTime<Utc>) {
+    macro_rules! execute {
+        ($pool:ty) => {{
+            let pool = <$pool>::connect(db.url()).await.unwrap();
+            sqlx::query(statement)
+                .bind(at)
+                .execute(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+        }};
+    }
+    match backend {
+        Backend::Sqlite => execute!(sqlx::SqlitePool),
+        Backend::Postgres => execute!(sqlx::PgPool),
+    }
+}
+
+/// Rounds of `batch` rows at the given time until one deletes nothing; the totals.
+async fn purge_all(database: &Database, now: DateTime<Utc>, batch: i64) -> (Purged, u32) {
+    let round = RetentionRound {
+        expired_before: now - TimeDelta::days(30),
+        now,
+        batch,
+    };
+    let (mut total, mut rounds) = (Purged::default(), 0);
+    loop {
+        let purged = database.purge_round(&round).await.unwrap();
+        if !purged.any() {
+            return (total, rounds);
+        }
+        rounds += 1;
+        total.operations += purged.operations;
+        total.events += purged.events;
+        total.sessions += purged.sessions;
+    }
+}
+
+async fn expired_settled_operations_go_with_their_events_once_folded(
+    backend: Backend,
+    db: TestDatabase,
+    database: Database,
+) {
+    let (ledger, metrics) = (database.ledger_store(), database.metrics_store());
+    sql(
+        backend,
+        &db,
+        "update metrics_rollup set rolled_until = rolled_until - 90",
+    )
+    .await;
+    let (done, _) = start(ledger.as_ref(), &request("billing", "order-1", "refund")).await;
+    let (open, _) = start(ledger.as_ref(), &request("billing", "order-2", "refund")).await;
+    let (recent, _) = start(ledger.as_ref(), &request("billing", "order-3", "refund")).await;
+    let replay = |minutes_ago| Event {
+        operation_id: done.id,
+        at: Utc::now() - TimeDelta::minutes(minutes_ago),
+        kind: EventKind::Replayed,
+        actor: "system".into(),
+        detail: json!({}),
+    };
+    ledger.record_quiet_events(vec![replay(30), replay(30), replay(30)]);
+    let _ = (open.id, recent.id);
+    let now = Utc::now();
+    let long_ago = now - TimeDelta::days(31);
+    // `done` settled and expired 31 days ago; `open` is pending (never deleted); `recent`
+    // expired a day ago (kept for the retention period).
+    sql_at(
+        backend,
+        &db,
+        "update operations set expires_at = $1 where key in ('order-1', 'order-2')",
+        long_ago,
+    )
+    .await;
+    sql_at(
+        backend,
+        &db,
+        "update operations set status = 'succeeded', expires_at = $1 where key = 'order-3'",
+        now - TimeDelta::days(1),
+    )
+    .await;
+    sql(
+        backend,
+        &db,
+        "update operations set status = 'succeeded' where key = 'order-1'",
+    )
+    .await;
+    sql_at(
+        backend,
+        &db,
+        "update operation_events set at = $1",
+        now - TimeDelta::minutes(30),
+    )
+    .await;
+    let day = MetricsWindow::default();
+    let before = metrics.metrics(None, &day).await.unwrap();
+    assert_eq!(before.totals.duplicates_prevented, 3);
+
+    let (purged, _) = purge_all(&database, now, 2).await;
+    assert_eq!(purged.operations, 0, "its events are not folded yet");
+
+    while metrics.roll_up().await.unwrap() > 0 {}
+    let (purged, rounds) = purge_all(&database, now, 2).await;
+    assert_eq!(purged.operations, 1, "only the settled, long-expired one");
+    assert!(rounds >= 2, "two events per round: {rounds}");
+    let left = sql(backend, &db, "select count(*) from operations").await;
+    assert_eq!(left, Some(2));
+    let replays = sql(
+        backend,
+        &db,
+        "select count(*) from operation_events where kind = 'replayed'",
+    )
+    .await;
+    assert_eq!(replays, Some(0));
+    assert!(ledger.operation(done.id).await.unwrap().is_none());
+    let after = metrics.metrics(None, &day).await.unwrap();
+    assert_eq!(before.totals, after.totals, "folded counts stay");
+    let billing = Namespace::try_from("billing").unwrap();
+    let billing_after = metrics.metrics(Some(&billing), &day).await.unwrap();
+    assert_eq!(billing_after.totals.duplicates_prevented, 3);
+}
+
+async fn expired_sessions_go(_: Backend, _: TestDatabase, database: Database) {
+    let store = database.identity_store();
+    let now = Utc::now();
+    let user_id = Uuid::now_v7();
+    let user = NewUser {
+        id: user_id,
+        username: Username::try_from("ada").unwrap(),
+        role: Role::Admin,
+        password_hash: "hash".into(),
+        created_at: now,
+    };
+    store.insert_user(user).await.unwrap();
+    for (token, expires_at) in [
+        ("old", now - TimeDelta::minutes(1)),
+        ("live", now + TimeDelta::hours(1)),
+    ] {
+        let session = NewSession {
+            token_hash: SecretHash::of(token),
+            user_id,
+            created_at: now - TimeDelta::hours(2),
+            expires_at,
+        };
+        store.insert_session(session).await.unwrap();
+    }
+    let (purged, _) = purge_all(&database, now, 200).await;
+    assert_eq!(purged.sessions, 1);
+    assert!(store
+        .session(&SecretHash::of("old"))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(store
+        .session(&SecretHash::of("live"))
+        .await
+        .unwrap()
+        .is_some());
+}

@@ -1,0 +1,137 @@
+//! Retention: deletes operations long past their `expires_at`, with their events, and
+//! expired sessions, a small batch per transaction so the writer is never held for long.
+//! Written once for both databases; the backend passes its write transaction.
+
+use chrono::{DateTime, Utc};
+
+/// What one round deleted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Purged {
+    /// Operations deleted (with all their events).
+    pub operations: u64,
+    /// Events deleted (of operations being deleted; an operation goes once it has none).
+    pub events: u64,
+    /// Expired sessions deleted.
+    pub sessions: u64,
+}
+
+impl Purged {
+    /// Whether the round deleted anything (so another round may find more).
+    pub fn any(&self) -> bool {
+        self.operations + self.events + self.sessions > 0
+    }
+}
+
+/// What a round may delete.
+#[derive(Debug, Clone, Copy)]
+pub struct RetentionRound {
+    /// Operations whose `expires_at` is before this go.
+    pub expired_before: DateTime<Utc>,
+    /// Sessions whose `expires_at` is before this go.
+    pub now: DateTime<Utc>,
+    /// At most this many operations, events and sessions per round.
+    pub batch: i64,
+}
+
+/// Operations that may go: settled (never `unknown`, `pending`, `approved` or
+/// `awaiting_approval`),
+/// expired before `$1`, and with no event at or after `$2` — the first minute the metrics
+/// roll-up has not folded — so the counters keep every event deleted here.
+pub const CANDIDATES: &str = r#"select o.id from operations o
+    where o.status in ('succeeded', 'failed', 'rejected') and o.expires_at < $1
+      and not exists (select 1 from operation_events e where e.operation_id = o.id and e.at >= $2)
+    order by o.id limit $3"#;
+
+/// `in ($first, …)` over `count` placeholders starting at `$first`.
+pub fn placeholders(first: usize, count: usize) -> String {
+    let list: Vec<String> = (first..first + count).map(|n| format!("${n}")).collect();
+    list.join(", ")
+}
+
+/// Deletes at most `$1` events of the operations `$2…`.
+pub fn delete_events(count: usize) -> String {
+    format!(
+        "delete from operation_events where seq in (select seq from operation_events \
+         where operation_id in ({}) limit $1)",
+        placeholders(2, count)
+    )
+}
+
+/// Deletes the operations `$1…` (once their events are gone).
+pub fn delete_operations(count: usize) -> String {
+    format!(
+        "delete from operations where id in ({})",
+        placeholders(1, count)
+    )
+}
+
+/// Deletes at most `$2` sessions that expired before `$1`.
+pub const DELETE_SESSIONS: &str = r#"delete from sessions where token_hash in
+    (select token_hash from sessions where expires_at < $1 limit $2)"#;
+
+/// Implements `purge_round` for a backend store. Expects `begin_write(&self)` in scope.
+macro_rules! impl_retention {
+    (store: $store:ident) => {
+        impl $store {
+            /// One retention round: at most `round.batch` rows of each kind, one transaction.
+            pub async fn purge_round(
+                &self,
+                round: &crate::storage::retention_sql::RetentionRound,
+            ) -> Result<crate::storage::retention_sql::Purged, StoreError> {
+                use crate::storage::retention_sql::*;
+                self.quiet_events.flush().await;
+                let mut tx = self.begin_write().await?;
+                let (rolled_until,): (i64,) = sqlx::query_as(
+                    "select rolled_until from metrics_rollup where name = 'event_minutes'",
+                )
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(store_error)?;
+                let ids: Vec<(uuid::Uuid,)> = sqlx::query_as(CANDIDATES)
+                    .bind(round.expired_before)
+                    .bind(app::ledger::metrics::minute_start(rolled_until))
+                    .bind(round.batch)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+                let mut purged = Purged::default();
+                if !ids.is_empty() {
+                    let sql = delete_events(ids.len());
+                    let mut query = sqlx::query(&sql).bind(round.batch);
+                    for (id,) in &ids {
+                        query = query.bind(*id);
+                    }
+                    purged.events = query
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(store_error)?
+                        .rows_affected();
+                    // Fewer than a batch: no event of these operations is left.
+                    if purged.events < round.batch.unsigned_abs() {
+                        let sql = delete_operations(ids.len());
+                        let mut query = sqlx::query(&sql);
+                        for (id,) in &ids {
+                            query = query.bind(*id);
+                        }
+                        purged.operations = query
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(store_error)?
+                            .rows_affected();
+                    }
+                }
+                purged.sessions = sqlx::query(DELETE_SESSIONS)
+                    .bind(round.now)
+                    .bind(round.batch)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(store_error)?
+                    .rows_affected();
+                tx.commit().await.map_err(store_error)?;
+                Ok(purged)
+            }
+        }
+    };
+}
+
+pub(super) use impl_retention;
