@@ -153,6 +153,7 @@ async fn expired_sessions_go(_: Backend, _: TestDatabase, database: Database) {
         role: Role::Admin,
         password_hash: "hash".into(),
         created_at: now,
+        must_change_password: false,
     };
     store.insert_user(user).await.unwrap();
     for (token, expires_at) in [
