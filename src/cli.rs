@@ -1,4 +1,5 @@
-//! The command line: `serve`, `migrate`, `keys`, `users`, `sandbox-provider`, `bench`.
+//! The command line: `serve`, `migrate`, `keys`, `users`, `tools`, `mcp-proxy`,
+//! `sandbox-provider`, `sandbox-mcp`, `bench`.
 
 use anyhow::{bail, Context};
 use app::audit::{actions, AuditLog, PersonAction};
@@ -47,6 +48,19 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:4000")]
         bind: String,
     },
+    /// Put idem's ledger in front of an MCP server's tools: serves MCP to the host on stdio,
+    /// forwards to the upstream, and sends every tools/call through idem (claim, act, report).
+    McpProxy(crate::mcp::ProxyArgs),
+    /// Manage idem's tool registry.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// Run the sandbox MCP server on stdio: tools of every effect class that append each
+    /// effect to a file, for tests and demos.
+    SandboxMcp {
+        /// Where each effect is appended as one line `tool arguments`.
+        #[arg(long)]
+        effects_file: std::path::PathBuf,
+    },
     /// Measure idem over HTTP against its floors (the store alone, a bare axum endpoint) on
     /// SQLite and PostgreSQL, in one run on loopback; writes latest.md and latest.json.
     Bench(BenchArgs),
@@ -74,6 +88,25 @@ enum KeysCommand {
         id: Uuid,
         #[command(flatten)]
         database: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolsCommand {
+    /// Register every tool of an MCP server that is not registered yet, its effect taken from
+    /// its annotations; prints the table. Never changes a registered tool.
+    ImportMcp {
+        /// Print what would be registered, and register nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The MCP server as a streamable-HTTP endpoint (instead of `-- COMMAND`).
+        #[arg(long)]
+        upstream_url: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
+        /// The MCP server's command and arguments, after `--`.
+        #[arg(last = true)]
+        command: Vec<String>,
     },
 }
 
@@ -120,6 +153,14 @@ async fn execute(command: Command) -> anyhow::Result<()> {
             );
             sandbox.run().await?;
         }
+        Command::McpProxy(args) => crate::mcp::run_proxy(args).await?,
+        Command::Tools(command) => {
+            telemetry::init(false);
+            tools(command).await?;
+        }
+        Command::SandboxMcp { effects_file } => {
+            crate::mcp::sandbox::SandboxMcp::run_stdio(effects_file).await?;
+        }
         Command::Bench(args) => crate::bench::run(args).await?,
     }
     Ok(())
@@ -149,6 +190,33 @@ pub(crate) async fn audit(db: &Database, action: &'static str, subject: String, 
         detail,
     })
     .await;
+}
+
+async fn tools(command: ToolsCommand) -> anyhow::Result<()> {
+    let ToolsCommand::ImportMcp {
+        dry_run,
+        upstream_url,
+        database,
+        command,
+    } = command;
+    let upstream = crate::mcp::upstream::Upstream::from_args(upstream_url, command)?;
+    let client = upstream.connect().await?;
+    let listed = client.peer().list_all_tools().await;
+    let _ = client.cancel().await;
+    let listed = listed.context("listing the MCP server's tools")?;
+    let db = open(&database).await?;
+    let rows = crate::mcp::import::import(db.ledger_store().as_ref(), &listed, dry_run).await?;
+    for row in &rows {
+        if let crate::mcp::import::Decision::Register(effect) = row.decision {
+            if !dry_run {
+                let detail = json!({ "policy": { "effect": effect }, "source": "import-mcp" });
+                let subject = format!("tool:{}", row.tool);
+                audit(&db, actions::TOOL_REGISTERED, subject, detail).await;
+            }
+        }
+    }
+    print!("{}", crate::mcp::import::table(&listed, &rows, dry_run));
+    Ok(())
 }
 
 async fn keys(command: KeysCommand) -> anyhow::Result<()> {

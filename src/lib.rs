@@ -14,6 +14,8 @@ pub mod demo;
 #[cfg(feature = "ssr")]
 pub mod http;
 #[cfg(feature = "ssr")]
+pub mod mcp;
+#[cfg(feature = "ssr")]
 pub mod provider;
 #[cfg(feature = "ssr")]
 pub mod sandbox;

@@ -16,6 +16,7 @@ mod faults;
 mod interventions;
 mod keys_and_users;
 mod lifecycle;
+mod mcp_proxy;
 mod metrics;
 mod openapi;
 mod operations;

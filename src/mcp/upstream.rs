@@ -1,0 +1,44 @@
+//! The MCP server behind the proxy: a child process spoken to over stdio, or a URL.
+
+use anyhow::{bail, Context};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+
+/// Where the upstream MCP server is.
+#[derive(Debug, Clone)]
+pub enum Upstream {
+    /// A command (and its arguments) started as a child process, spoken to over stdio.
+    Command(Vec<String>),
+    /// A streamable-HTTP MCP endpoint.
+    Url(String),
+}
+
+impl Upstream {
+    /// From the command line: `--upstream-url URL` or `-- COMMAND [ARGS…]`, exactly one.
+    pub fn from_args(url: Option<String>, command: Vec<String>) -> anyhow::Result<Self> {
+        match (url, command.is_empty()) {
+            (Some(url), true) => Ok(Self::Url(url)),
+            (None, false) => Ok(Self::Command(command)),
+            _ => {
+                bail!("give the upstream MCP server as --upstream-url URL or as -- COMMAND [ARGS…]")
+            }
+        }
+    }
+
+    /// Starts or reaches the upstream and completes the MCP handshake with it.
+    pub async fn connect(&self) -> anyhow::Result<RunningService<RoleClient, ()>> {
+        match self {
+            Self::Command(command) => {
+                let mut child = tokio::process::Command::new(&command[0]);
+                child.args(&command[1..]);
+                let transport = TokioChildProcess::new(child)
+                    .with_context(|| format!("starting the upstream {:?}", command[0]))?;
+                ().serve(transport)
+                    .await
+                    .context("the MCP handshake with the upstream")
+            }
+            Self::Url(url) => bail!("streamable-HTTP upstreams ({url}) are not supported yet"),
+        }
+    }
+}
