@@ -113,7 +113,8 @@ macro_rules! impl_metrics_store {
                 let plan = SeriesPlan::new(window.clone(), now(&mut conn).await?);
                 let namespace = namespace.map(|n| n.to_string());
                 // Minutes before the watermark are folded; the rest are read from the events.
-                // Events are never deleted, so a fold that commits meanwhile changes nothing.
+                // Retention deletes only events of folded minutes, so a fold or a deletion
+                // that commits meanwhile changes nothing.
                 let split = watermark(&mut conn, "")
                     .await?
                     .unwrap_or(i64::MIN)
