@@ -36,7 +36,8 @@ use crate::http::rate_limit::KeyRateLimit;
 use crate::provider::HttpProvider;
 use crate::storage::Database;
 use crate::workers::{
-    ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler, Retention, WebhookQueue,
+    spawn_supervised, ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler, Retention,
+    WebhookQueue, WorkerHealth,
 };
 
 /// What every handler and server function can reach. Handlers get it by value, so a clone
@@ -64,6 +65,8 @@ pub struct Services {
     pub session_cookie: SessionCookie,
     pub key_rate_limit: KeyRateLimit,
     pub leptos_options: LeptosOptions,
+    /// Which background workers are down (for `/readyz`).
+    pub workers: WorkerHealth,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -142,6 +145,7 @@ impl Application {
             session_cookie: SessionCookie {
                 secure: config.serves_https(),
             },
+            workers: WorkerHealth::default(),
             key_rate_limit: KeyRateLimit::new(
                 config.rate_limit_per_second,
                 config.rate_limit_burst,
@@ -194,17 +198,29 @@ impl Application {
     ) -> std::io::Result<()> {
         tracing::info!(address = %self.local_addr(), "idem is listening");
         let (stop_workers, stop) = tokio::sync::watch::channel(false);
+        let health = &self.state.workers;
+        let webhook = self.approval_webhook.map(|worker| {
+            spawn_supervised("approval_webhook", health, &stop, move |stop| {
+                worker.clone().run(stop)
+            })
+        });
         let reaper = LeaseReaper::new(self.state.ledger.clone(), self.lease_reaper_interval);
-        let webhook = self
-            .approval_webhook
-            .map(|worker| tokio::spawn(worker.run(stop.clone())));
-        let reaper = tokio::spawn(reaper.run(stop.clone()));
+        let reaper = spawn_supervised("lease_reaper", health, &stop, move |stop| {
+            reaper.clone().run(stop)
+        });
         let rollup = MetricsRollup::new(self.state.metrics.clone(), self.metrics_rollup_interval);
-        let rollup = tokio::spawn(rollup.run(stop.clone()));
+        let rollup = spawn_supervised("metrics_rollup", health, &stop, move |stop| {
+            rollup.clone().run(stop)
+        });
         let reconciler = Reconciler::new(self.state.ledger.clone(), self.reconcile_interval);
+        let reconciler = spawn_supervised("reconciler", health, &stop, move |stop| {
+            reconciler.clone().run(stop)
+        });
         let retention = self.retention.map(|keep| {
             let worker = Retention::new(self.state.database.clone(), keep, RETENTION_INTERVAL);
-            tokio::spawn(worker.run(stop.clone()))
+            spawn_supervised("retention", health, &stop, move |stop| {
+                worker.clone().run(stop)
+            })
         });
         // The demo agent stops when the shutdown starts, so it sends nothing the server
         // would have to finish; its sandbox stops with the workers, after the last request.
@@ -212,7 +228,6 @@ impl Application {
         let demo = self
             .demo
             .map(|demo| demo.spawn(demo_agent_stop, stop.clone()));
-        let reconciler = tokio::spawn(reconciler.run(stop));
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();

@@ -10,10 +10,28 @@ pub enum StoreError {
     /// A guarded update found the row in another state than expected: someone else moved it.
     #[error("the record changed concurrently")]
     Stale,
-    /// The database could not be reached or answered with an error.
+    /// The database cannot be reached for now (down, restarting, out of connections, busy
+    /// past its timeout): nothing was changed, and the same request may succeed later.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The database answered with an error.
     #[error("storage failure: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Stored data could not be read back into a domain type (corruption or a bad migration).
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
+}
+
+impl StoreError {
+    /// The same failure again, for each of several callers of one failed write.
+    pub fn repeated(&self) -> StoreError {
+        let message = self.to_string();
+        match self {
+            StoreError::Conflict => StoreError::Conflict,
+            StoreError::Stale => StoreError::Stale,
+            StoreError::Unavailable(_) => StoreError::Unavailable(message.into()),
+            StoreError::Backend(_) => StoreError::Backend(message.into()),
+            StoreError::Corrupt(detail) => StoreError::Corrupt(detail.clone()),
+        }
+    }
 }

@@ -58,9 +58,15 @@ pub enum ApiError {
         message: String,
         details: Value,
     },
-    /// 503: a dependency (the database) is unavailable.
-    #[error("{0}")]
-    Unavailable(&'static str),
+    /// 503: the process cannot do its work (`/readyz`); `details` says what is missing.
+    #[error("{message}")]
+    Unavailable {
+        message: &'static str,
+        details: Value,
+    },
+    /// 503: the database cannot be reached for now; nothing was changed, retry later.
+    #[error("the database is unavailable; nothing was changed, try again shortly")]
+    DatabaseUnavailable,
     /// 500: a failure of ours; the cause goes to the log only.
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -90,7 +96,9 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::BadGateway { .. } => StatusCode::BAD_GATEWAY,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable { .. } | ApiError::DatabaseUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -109,7 +117,8 @@ impl ApiError {
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::TooManyRequests { .. } => "too_many_requests",
-            ApiError::Unavailable(_) => "service_unavailable",
+            ApiError::Unavailable { .. } => "service_unavailable",
+            ApiError::DatabaseUnavailable => "database_unavailable",
             ApiError::Internal(_) => "internal_error",
         }
     }
@@ -147,21 +156,17 @@ impl IntoResponse for ApiError {
             tracing::error!(error = %cause, "request failed");
         }
         let details = match &self {
-            ApiError::BadRequest { details, .. } | ApiError::BadGateway { details, .. } => {
-                details.clone()
-            }
+            ApiError::BadRequest { details, .. }
+            | ApiError::BadGateway { details, .. }
+            | ApiError::Unavailable { details, .. } => details.clone(),
             _ => json!({}),
         };
         let body = error_body(self.code(), &self.to_string(), details);
         let mut response = (self.status(), axum::Json(body)).into_response();
-        if let ApiError::TooManyRequests {
-            retry_after_seconds,
-            ..
-        } = &self
-        {
+        if let Some(seconds) = self.retry_after_seconds() {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_seconds));
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         if matches!(self, ApiError::Unauthorized(_)) {
             response
@@ -172,9 +177,33 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl ApiError {
+    /// When to try again, for the answers that say so (`Retry-After`).
+    fn retry_after_seconds(&self) -> Option<u64> {
+        match self {
+            ApiError::TooManyRequests {
+                retry_after_seconds,
+                ..
+            } => Some(*retry_after_seconds),
+            ApiError::DatabaseUnavailable => Some(DATABASE_RETRY_AFTER_SECONDS),
+            _ => None,
+        }
+    }
+}
+
+/// How long a caller should wait before retrying while the database is out of reach: long
+/// enough not to pile on a database that is coming back, short enough for a restart.
+const DATABASE_RETRY_AFTER_SECONDS: u64 = 2;
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
-        ApiError::Internal(Box::new(error))
+        match error {
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(error = %cause, "the database is unavailable");
+                ApiError::DatabaseUnavailable
+            }
+            other => ApiError::Internal(Box::new(other)),
+        }
     }
 }
 

@@ -38,7 +38,7 @@ async fn healthz() -> AppJson<Value> {
     AppJson(json!({ "status": "ok" }))
 }
 
-/// The process can do its work: the database answers.
+/// The process can do its work: the database answers and no background worker is down.
 #[utoipa::path(
     get,
     path = "/readyz",
@@ -47,15 +47,33 @@ async fn healthz() -> AppJson<Value> {
         (status = 200, body = HealthBody,
             description = "The database answers: `{\"status\": \"ready\"}`"),
         (status = 503, body = ErrorBody,
-            description = "`service_unavailable`: the database is not reachable"),
+            description = "`service_unavailable`: the database is not reachable, or a \
+                background worker is down (it panicked and is being restarted); `details` \
+                says which: `{\"database\": \"ok\"|\"unreachable\", \"workers_down\": [names]}`"),
     )
 )]
 async fn readyz(State(state): State<AppState>) -> ApiResult<AppJson<Value>> {
-    match state.database.ping().await {
-        Ok(()) => Ok(AppJson(json!({ "status": "ready" }))),
-        Err(error) => {
-            tracing::warn!(%error, "readiness check failed");
-            Err(ApiError::Unavailable("the database is not reachable"))
-        }
+    let reachable = state.database.ping().await;
+    if let Err(error) = &reachable {
+        tracing::warn!(%error, "readiness check failed");
     }
+    let mut workers_down = state.database.tasks_down();
+    workers_down.extend(state.workers.down());
+    if reachable.is_ok() && workers_down.is_empty() {
+        return Ok(AppJson(json!({ "status": "ready" })));
+    }
+    let message = if reachable.is_ok() {
+        "a background worker is down"
+    } else {
+        "the database is not reachable"
+    };
+    let database = if reachable.is_ok() {
+        "ok"
+    } else {
+        "unreachable"
+    };
+    Err(ApiError::Unavailable {
+        message,
+        details: json!({ "database": database, "workers_down": workers_down }),
+    })
 }

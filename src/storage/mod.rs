@@ -113,6 +113,15 @@ impl Database {
         }
     }
 
+    /// The database's own background tasks that are down now (for `/readyz`): on SQLite,
+    /// the writer between a panic and its restart.
+    pub fn tasks_down(&self) -> Vec<&'static str> {
+        match self {
+            Database::Sqlite(store) => store.tasks_down(),
+            Database::Postgres(_) => Vec::new(),
+        }
+    }
+
     /// The identity port.
     pub fn identity_store(&self) -> Arc<dyn IdentityStore> {
         match self {
@@ -182,10 +191,51 @@ pub(crate) type Staging<'c, T> = std::pin::Pin<
 >;
 
 /// Translates a driver error at the storage boundary: uniqueness violations become
-/// `Conflict`, the rest are backend failures.
+/// `Conflict`, a database out of reach `Unavailable`, the rest are backend failures.
 pub(crate) fn store_error(error: sqlx::Error) -> StoreError {
     match error.as_database_error() {
         Some(db) if db.is_unique_violation() => StoreError::Conflict,
+        _ if is_out_of_reach(&error) => StoreError::Unavailable(Box::new(error)),
         _ => StoreError::Backend(Box::new(error)),
     }
+}
+
+/// Whether `error` says the database cannot be reached for now, rather than that it refused
+/// this request: a lost or refused connection, an exhausted pool, a server shutting down or
+/// starting up, a database busy past its timeout, a full or failing disk.
+fn is_out_of_reach(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| is_unavailable_code(&code)),
+        _ => false,
+    }
+}
+
+/// PostgreSQL's SQLSTATEs of a connection problem (class 08), of a server shutting down or
+/// not yet up (57P01–57P03) and of too many connections (53300); SQLite's primary result
+/// codes (the low byte of an extended code) for busy, locked, I/O error, full and cannot open.
+fn is_unavailable_code(code: &str) -> bool {
+    if code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300") {
+        return true;
+    }
+    code.parse::<i32>()
+        .is_ok_and(|extended| sqlite_code_is_unavailable(extended & 0xff))
+}
+
+/// SQLite's primary result codes that say "not now" rather than "not this".
+pub(crate) fn sqlite_code_is_unavailable(primary: i32) -> bool {
+    use rusqlite::ffi;
+    matches!(
+        primary,
+        ffi::SQLITE_BUSY
+            | ffi::SQLITE_LOCKED
+            | ffi::SQLITE_IOERR
+            | ffi::SQLITE_FULL
+            | ffi::SQLITE_CANTOPEN
+    )
 }

@@ -51,10 +51,12 @@ impl ApprovalNotifier for WebhookQueue {
 
 /// The worker's end: sends what was queued, first deliveries in order of creation, retries
 /// each on its own schedule.
+#[derive(Clone)]
 pub struct ApprovalWebhook {
     target: Target,
     retry_delays: Arc<[Duration]>,
-    queue: mpsc::Receiver<Operation>,
+    /// Shared so that a worker restarted after a panic takes up the same queue.
+    queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Operation>>>,
 }
 
 impl ApprovalWebhook {
@@ -75,14 +77,15 @@ impl ApprovalWebhook {
         let worker = Self {
             target,
             retry_delays: retry_delays.into(),
-            queue,
+            queue: Arc::new(tokio::sync::Mutex::new(queue)),
         };
         (Arc::new(WebhookQueue(sender)), worker)
     }
 
     /// Sends until the stop signal fires; then makes one last attempt at what is still
     /// queued (for a few seconds at most) and abandons pending retries, saying so.
-    pub async fn run(mut self, stop: StopSignal) {
+    pub async fn run(self, stop: StopSignal) {
+        let mut queue = self.queue.lock().await;
         let stop = stopped(stop);
         tokio::pin!(stop);
         let mut retries = JoinSet::new();
@@ -90,7 +93,7 @@ impl ApprovalWebhook {
             tokio::select! {
                 () = &mut stop => break,
                 Some(_) = retries.join_next(), if !retries.is_empty() => {}
-                next = self.queue.recv() => {
+                next = queue.recv() => {
                     let Some(operation) = next else { break };
                     let body = self.target.body(&operation);
                     // The first delivery is made here, one after the other, so the receiver
@@ -102,9 +105,9 @@ impl ApprovalWebhook {
                 }
             }
         }
-        self.queue.close();
+        queue.close();
         let drain = async {
-            while let Some(operation) = self.queue.recv().await {
+            while let Some(operation) = queue.recv().await {
                 let body = self.target.body(&operation);
                 self.target.deliver(operation.id, &body, 1).await;
             }

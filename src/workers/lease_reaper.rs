@@ -12,6 +12,7 @@ const BATCH: u32 = 100;
 
 /// The lease reaper of one process. On PostgreSQL several processes run it at once; the
 /// store's `skip locked` keeps them off each other's rows.
+#[derive(Clone)]
 pub struct LeaseReaper {
     ledger: Ledger,
     interval: Duration,
@@ -25,6 +26,7 @@ impl LeaseReaper {
 
     /// Expires what is due now; returns how many operations became `unknown`.
     pub async fn run_once(&self) -> usize {
+        app::ledger::failpoint::panic_if_armed("lease_reaper_round");
         let mut total = 0;
         loop {
             match self.ledger.expire_leases(BATCH).await {

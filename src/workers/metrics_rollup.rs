@@ -10,6 +10,7 @@ use super::{stopped, StopSignal};
 
 /// The roll-up of one process. On PostgreSQL several processes run it at once; the store
 /// locks the watermark, so each minute is folded once.
+#[derive(Clone)]
 pub struct MetricsRollup {
     metrics: Metrics,
     interval: Duration,

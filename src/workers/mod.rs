@@ -6,12 +6,14 @@ mod lease_reaper;
 mod metrics_rollup;
 mod reconciler;
 mod retention;
+mod supervisor;
 
 pub use approval_webhook::{ApprovalWebhook, WebhookQueue};
 pub use lease_reaper::LeaseReaper;
 pub use metrics_rollup::MetricsRollup;
 pub use reconciler::Reconciler;
 pub use retention::Retention;
+pub use supervisor::{panic_message, spawn_supervised, WorkerHealth};
 
 use tokio::sync::watch;
 

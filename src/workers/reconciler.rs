@@ -12,6 +12,7 @@ use super::{stopped, StopSignal};
 const BATCH: u32 = 50;
 
 /// The reconciler of one process.
+#[derive(Clone)]
 pub struct Reconciler {
     ledger: Ledger,
     interval: Duration,

@@ -12,6 +12,7 @@ use crate::storage::{Database, Purged, RetentionRound};
 pub const RETENTION_BATCH: i64 = 200;
 
 /// The retention worker of one process.
+#[derive(Clone)]
 pub struct Retention {
     database: Database,
     retention: TimeDelta,

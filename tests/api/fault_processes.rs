@@ -2,16 +2,15 @@
 //! provider's answer and the ledger's record of it, and several idem processes on one
 //! PostgreSQL database invoking one key at once. Exactly one effect, every time.
 
-use app::domain::{ToolName, ToolPolicy};
+use app::domain::ToolPolicy;
 use serde_json::{json, Value};
 
 use crate::faults::{assert_in_order, wait_for_status};
 use crate::helpers::{Client, Db};
 use crate::on_both_databases;
-use crate::processes::{cli_key, ServerProcess};
+use crate::processes::{cli_key, put_tool_directly, ServerProcess};
 use crate::sandbox_helpers::TestSandbox;
 use idem::storage::testing::TestDatabase;
-use idem::storage::Database;
 
 on_both_databases!(idem_killed_between_the_providers_answer_and_its_record_converges_to_one_effect);
 
@@ -24,14 +23,7 @@ async fn register(database_url: &str, sandbox: &TestSandbox, tool: &str, timeout
         executor: Some(executor),
         ..ToolPolicy::default_for_unregistered()
     };
-    let database = Database::open(database_url).await.unwrap();
-    let name = ToolName::try_from(tool).unwrap();
-    database
-        .ledger_store()
-        .put_tool(&name, &policy)
-        .await
-        .unwrap();
-    database.close().await;
+    put_tool_directly(database_url, tool, &policy).await;
 }
 
 async fn idem_killed_between_the_providers_answer_and_its_record_converges_to_one_effect(db: Db) {

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use crate::helpers::{Client, Db};
 use crate::on_both_databases;
+use app::domain::{ToolName, ToolPolicy};
 use idem::storage::testing::TestDatabase;
+use idem::storage::Database;
 
 on_both_databases!(
     every_acknowledged_completion_survives_a_kill_9,
@@ -125,6 +127,18 @@ fn read_lines(output: impl std::io::Read + Send + 'static) -> mpsc::Receiver<Str
         }
     });
     receiver
+}
+
+/// Registers `tool` with `policy` straight in the database, before a server runs on it.
+pub async fn put_tool_directly(database_url: &str, tool: &str, policy: &ToolPolicy) {
+    let database = Database::open(database_url).await.unwrap();
+    let name = ToolName::try_from(tool).unwrap();
+    database
+        .ledger_store()
+        .put_tool(&name, policy)
+        .await
+        .unwrap();
+    database.close().await;
 }
 
 /// Creates an API key with the CLI, as an operator would.

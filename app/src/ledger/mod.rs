@@ -5,7 +5,7 @@ mod changes;
 mod claim;
 mod complete;
 mod executor;
-mod failpoint;
+pub mod failpoint;
 pub mod metrics;
 mod model;
 mod notes;

@@ -59,7 +59,9 @@ impl PostgresStore {
     async fn connect(url: &str, membership: Option<Arc<Membership>>) -> Result<Self, OpenError> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
-            .acquire_timeout(Duration::from_secs(10))
+            // While the database is down, requests wait this long for a connection before
+            // they are answered 503; a healthy pool hands one out in milliseconds.
+            .acquire_timeout(Duration::from_secs(5))
             .connect(url)
             .await
             .map_err(OpenError::Connect)?;

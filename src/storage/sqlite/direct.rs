@@ -82,8 +82,13 @@ pub(crate) fn direct_error(error: rusqlite::Error) -> StoreError {
             ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY
         )
     });
+    let unavailable = error.sqlite_error().is_some_and(|failure| {
+        crate::storage::sqlite_code_is_unavailable(failure.extended_code & 0xff)
+    });
     if unique {
         StoreError::Conflict
+    } else if unavailable {
+        StoreError::Unavailable(Box::new(error))
     } else {
         StoreError::Backend(Box::new(error))
     }

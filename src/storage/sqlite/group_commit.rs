@@ -33,10 +33,11 @@
 
 use app::ledger::{Changes, OperationChange};
 use app::store_error::StoreError;
+use futures_util::FutureExt;
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
@@ -65,10 +66,17 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 /// of 32,766 per statement.
 const MAX_LIST: usize = 64;
 
+/// The pause before the writer's first restart after a panic; it doubles with each panic.
+const FIRST_RESTART_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+/// The longest pause between restarts of a writer that keeps panicking.
+const LONGEST_RESTART_PAUSE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Queues changes for the writer task. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct GroupCommit {
     queue: mpsc::UnboundedSender<Job>,
+    /// Whether the writer is down (it panicked and has not restarted yet).
+    down: Arc<AtomicBool>,
     /// What the writer did so far; tests read it to see that changes were grouped.
     #[cfg_attr(not(test), allow(dead_code))]
     counts: Arc<Counts>,
@@ -88,6 +96,8 @@ impl GroupCommit {
         let (queue, jobs) = mpsc::unbounded_channel();
         let counts = Arc::new(Counts::default());
         let counted = counts.clone();
+        let down = Arc::new(AtomicBool::new(false));
+        let reported = down.clone();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -101,9 +111,18 @@ impl GroupCommit {
                     counts: counted,
                     batch: Vec::with_capacity(MAX_BATCH),
                 };
-                runtime.block_on(writer.run())
+                runtime.block_on(writer.run_supervised(reported))
             })?;
-        Ok(Self { queue, counts })
+        Ok(Self {
+            queue,
+            down,
+            counts,
+        })
+    }
+
+    /// Whether the writer is down now (between a panic and its restart).
+    pub(crate) fn is_down(&self) -> bool {
+        self.down.load(Ordering::Relaxed)
     }
 
     /// Transactions committed so far (fewer than changes, under load).
@@ -206,7 +225,7 @@ struct Counts {
 }
 
 fn stopped() -> StoreError {
-    StoreError::Backend("the SQLite writer has stopped".into())
+    StoreError::Unavailable("the SQLite writer has stopped".into())
 }
 
 /// A change waiting for the writer, with its caller's answer erased to fit one queue.
@@ -323,7 +342,29 @@ struct Writer {
 }
 
 impl Writer {
-    async fn run(mut self) {
+    /// Runs until every handle is dropped. A panic while writing a batch is logged, the
+    /// batch's callers hear that the database is unavailable (it was not committed: its
+    /// transaction ends with the connection's drop), and the writer starts again after a
+    /// pause, with `down` set meanwhile.
+    async fn run_supervised(mut self, down: Arc<AtomicBool>) {
+        let mut pause = FIRST_RESTART_PAUSE;
+        loop {
+            let ran = std::panic::AssertUnwindSafe(self.run())
+                .catch_unwind()
+                .await;
+            let Err(panic) = ran else { return };
+            down.store(true, Ordering::Relaxed);
+            let message = crate::workers::panic_message(panic);
+            tracing::error!(panic = %message, pause_ms = pause.as_millis() as u64,
+                "the SQLite writer panicked; its batch was not committed; restarting it");
+            refuse(std::mem::take(&mut self.batch), stopped());
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(LONGEST_RESTART_PAUSE);
+            down.store(false, Ordering::Relaxed);
+        }
+    }
+
+    async fn run(&mut self) {
         loop {
             if self.batch.is_empty() {
                 let Some(first) = self.queue.recv().await else {
@@ -452,9 +493,8 @@ impl Writer {
 
 /// Refuses every change of a batch that could not be staged at all.
 fn refuse(batch: Vec<Job>, error: StoreError) {
-    let message = error.to_string();
     for job in batch {
-        job.finish(Err(StoreError::Backend(message.clone().into())));
+        job.finish(Err(error.repeated()));
     }
 }
 
@@ -538,6 +578,7 @@ fn commit_listed(
     batch: &mut [Job],
     counts: &Counts,
 ) -> Result<Vec<OperationChange>, StoreError> {
+    app::ledger::failpoint::panic_if_armed("sqlite_writer_listed_batch");
     direct
         .execute_batch("BEGIN IMMEDIATE")
         .map_err(direct_error)?;

@@ -45,6 +45,17 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// See [`crate::storage::Database::tasks_down`].
+    pub(crate) fn tasks_down(&self) -> Vec<&'static str> {
+        if self.group_commit.is_down() {
+            vec!["sqlite_writer"]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+impl SqliteStore {
     /// Opens the file for `idem serve`: only if no other server holds it, and then holding
     /// it, so that this store alone changes operations and may keep their final outcomes.
     pub async fn open_to_serve(url: &str) -> Result<Self, OpenError> {
