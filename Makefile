@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/.ci/tools/node_modules/.bin:$(PATH)
 export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run build test tools test-tools check test-rust test-e2e test-python fuzz bench bench-peers clean-data
+.PHONY: run build test tools test-tools check test-rust test-e2e test-python contract fuzz bench bench-peers clean-data
 
 ## run: build the release and serve the demo on 127.0.0.1:3000 from its own SQLite file
 ## ./idem-demo.db (sandbox provider, tools, demo people and a simulated agent; passwords
@@ -50,6 +50,12 @@ test-e2e:
 ## test-python: the Python client (clients/python) against target/release/idem
 test-python:
 	./.ci/test-python
+
+## contract: schemathesis against a live release server, as an agent and as an admin,
+## from /v1/openapi.json (not part of `make test`: a few minutes, and it explores at random;
+## CONTRACT_MAX_EXAMPLES sets how many cases per operation, default 50)
+contract: build
+	./.ci/contract
 
 # Fuzzing (not part of `make test`): each target for FUZZ_SECONDS, on stable Rust
 # (RUSTC_BOOTSTRAP lets cargo-fuzz pass its -Z flags). New inputs it finds are kept in

@@ -95,6 +95,25 @@ pub struct ServeConfig {
     )]
     pub rate_limit_burst: u32,
 
+    /// Requests one API key may hold waiting at once (`Prefer: wait`); more are answered
+    /// 429 with `Retry-After`.
+    #[arg(long, env = "IDEM_MAX_WAITS_PER_KEY", default_value_t = 64)]
+    pub max_waits_per_key: usize,
+
+    /// Change streams (`GET /v1/operations/changes`) one API key may hold open at once.
+    #[arg(long, env = "IDEM_MAX_STREAMS_PER_KEY", default_value_t = 8)]
+    pub max_streams_per_key: usize,
+
+    /// Change streams the server holds open at once, of agents and people together.
+    #[arg(long, env = "IDEM_MAX_STREAMS", default_value_t = 1000)]
+    pub max_streams: usize,
+
+    /// How often an idle change stream sends a comment and checks that its caller's key or
+    /// session is still valid (it ends when not), in milliseconds.
+    #[arg(long, env = "IDEM_STREAM_KEEP_ALIVE_MS", default_value_t = 15_000,
+        value_parser = clap::value_parser!(u64).range(10..))]
+    pub stream_keep_alive_ms: u64,
+
     /// How long an API key or a tool policy read from the database is reused, in
     /// milliseconds (0: read every time). A change made through this server applies at
     /// once; one made elsewhere (another server on the same PostgreSQL, `idem keys revoke`
@@ -138,6 +157,10 @@ impl ServeConfig {
             session_idle: Duration::from_secs(30 * 60),
             rate_limit_per_second: 1000,
             rate_limit_burst: 2000,
+            max_waits_per_key: 64,
+            max_streams_per_key: 8,
+            max_streams: 1000,
+            stream_keep_alive_ms: 15_000,
             read_cache_ms: 1000,
             demo: false,
             demo_pace_ms: 1500,

@@ -32,6 +32,7 @@ use tower_http::trace::TraceLayer;
 use crate::config::ServeConfig;
 use crate::demo::{self, Demo};
 use crate::http;
+use crate::http::admission::{Admission, Caps};
 use crate::http::rate_limit::KeyRateLimit;
 use crate::provider::HttpProvider;
 use crate::storage::Database;
@@ -67,6 +68,10 @@ pub struct Services {
     pub leptos_options: LeptosOptions,
     /// Which background workers are down (for `/readyz`).
     pub workers: WorkerHealth,
+    /// Caps on waiting requests and change streams.
+    pub admission: Arc<Admission>,
+    /// How often an idle change stream sends a comment and re-checks its caller.
+    pub stream_keep_alive: Duration,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -146,6 +151,12 @@ impl Application {
                 secure: config.serves_https(),
             },
             workers: WorkerHealth::default(),
+            admission: Admission::new(Caps {
+                waits_per_key: config.max_waits_per_key,
+                streams_per_key: config.max_streams_per_key,
+                streams: config.max_streams,
+            }),
+            stream_keep_alive: Duration::from_millis(config.stream_keep_alive_ms),
             key_rate_limit: KeyRateLimit::new(
                 config.rate_limit_per_second,
                 config.rate_limit_burst,

@@ -207,6 +207,37 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// The credential a request presented, kept by a long-lived request (a change stream) to
+/// check again later.
+pub enum Credential {
+    ApiKey(String),
+    Session(String),
+}
+
+impl Credential {
+    /// The API key or else the session cookie of a request.
+    pub fn of(headers: &HeaderMap) -> Option<Self> {
+        if let Some(token) = bearer_token(headers) {
+            return Some(Credential::ApiKey(token.to_owned()));
+        }
+        SessionCookie::read(headers).map(Credential::Session)
+    }
+
+    /// Whether it still identifies someone: the key is not revoked; the session has not
+    /// ended, expired or idled out, and its person is not disabled. When the database
+    /// cannot tell, it is taken as valid (an outage ends no stream).
+    pub async fn is_still_valid(&self, state: &AppState) -> bool {
+        match self {
+            Credential::ApiKey(token) => {
+                !matches!(state.identity.agent_for_key(token).await, Ok(None))
+            }
+            Credential::Session(token) => {
+                !matches!(state.identity.session_is_live(token).await, Ok(false))
+            }
+        }
+    }
+}
+
 /// The `/auth` routes.
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -2,7 +2,7 @@
 //! a claim; a claim that starts an attempt is executed by idem, and answered `201` with the
 //! operation as the call left it (`succeeded`, `failed`, or `unknown` after a timeout).
 
-use app::domain::ToolName;
+use app::domain::{IdempotencyKey, ToolName};
 use app::ledger::Invoked;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -19,12 +19,13 @@ use super::operations::{
 };
 use crate::startup::AppState;
 
-/// The claim body with the path's tool filled in; a different body `tool` is refused.
+/// The claim body with the path's tool filled in; a different body `tool` is refused (a
+/// `null` one counts as absent, as for the claim's other optional fields).
 fn claim_body(tool: &str, mut body: Map<String, Value>) -> ApiResult<ClaimBody> {
     // As a claim's body `tool` would be: a bad name is a bad request, not an unknown route.
     ToolName::try_from(tool).map_err(|e| ApiError::bad_request(e.code(), e.to_string()))?;
     match body.get("tool") {
-        None => {
+        None | Some(Value::Null) => {
             body.insert("tool".into(), Value::String(tool.to_owned()));
         }
         Some(Value::String(named)) if named == tool => {}
@@ -43,6 +44,24 @@ fn claim_body(tool: &str, mut body: Map<String, Value>) -> ApiResult<ClaimBody> 
     })
 }
 
+/// The claim body of `POST /v1/operations`, with `tool` optional: the path names it.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // documentation only: the handler reads a map and checks `tool` itself
+struct InvokeBody {
+    /// Equal to the path's tool if present.
+    #[schema(value_type = Option<ToolName>)]
+    tool: Option<String>,
+    /// Any JSON object, nested at most 64 deep.
+    #[schema(value_type = Object)]
+    args: Value,
+    #[schema(value_type = Option<IdempotencyKey>)]
+    key: Option<String>,
+    #[schema(value_type = Option<IdempotencyKey>)]
+    business_key: Option<String>,
+    run_id: Option<String>,
+    step: Option<u64>,
+}
+
 /// Runs a tool through idem: claims the key, calls `executor.url` with the key as
 /// `Idempotency-Key`, and records the outcome; a repeat is answered like a claim.
 #[utoipa::path(
@@ -51,13 +70,14 @@ fn claim_body(tool: &str, mut body: Map<String, Value>) -> ApiResult<ClaimBody> 
     tag = "tools",
     security(("api_key" = [])),
     params(
-        ("name" = String, Path, description = "The tool"),
+        ("name" = ToolName, Path, description = "The tool"),
         ("Idempotency-Key" = Option<String>, Header, nullable = false,
             description = "As for `POST /v1/operations`"),
         ("Prefer" = Option<String>, Header, nullable = false,
             description = "`wait=N`, as for `POST /v1/operations`"),
     ),
-    request_body(content = Object, description = "The claim body of `POST /v1/operations`; `tool` may be left out"),
+    request_body(content = InvokeBody,
+        description = "The claim body of `POST /v1/operations`; `tool` may be left out"),
     responses(
         (status = 201, body = OperationBody,
             description = "idem ran the tool now: the operation is `succeeded`, `failed` \
@@ -84,6 +104,10 @@ pub(crate) async fn invoke(
 ) -> ApiResult<Response> {
     let request = begin_request(&headers, claim_body(&name, body)?)?;
     let wait = prefer_wait(&headers);
+    let _waiting = match wait {
+        Some(_) => Some(state.admission.admit_wait(agent.0.key_id)?),
+        None => None,
+    };
     let invoked = state
         .ledger
         .invoke(

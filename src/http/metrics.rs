@@ -27,7 +27,10 @@ pub fn router() -> Router<AppState> {
 #[into_params(parameter_in = Query)]
 pub(crate) struct MetricsParams {
     /// `<N>m`, `<N>h` or `<N>d`, from 1 minute to 30 days; default `24h`.
-    #[param(example = "24h")]
+    #[param(
+        example = "24h",
+        pattern = r"^(([1-9]|[1-9][0-9]{1,3}|[1-3][0-9]{4}|4[0-2][0-9]{3}|43[01][0-9]{2}|43200)m|([1-9]|[1-9][0-9]|[1-6][0-9]{2}|7[01][0-9]|720)h|([1-9]|[12][0-9]|30)d)$"
+    )]
     window: Option<String>,
     /// Only this namespace (people). An agent always gets its own namespace; asking for
     /// another one answers zeros, as for a namespace with no activity.
@@ -73,15 +76,18 @@ pub(crate) async fn metrics(
     caller: Caller,
     Query(params): Query<MetricsParams>,
 ) -> ApiResult<AppJson<MetricsReport>> {
+    let window = params.window;
+    // Left empty, as a form sends it, it filters nothing (as on the operations list).
     let asked = params
         .namespace
+        .filter(|text| !text.is_empty())
         .map(Namespace::try_from)
         .transpose()
         .map_err(|e| ApiError::bad_request("invalid_namespace", e.to_string()))?;
     let namespace = match visible_namespace(&caller)? {
         // An agent's scope is its namespace, whatever it asks for.
         Some(own) if asked.as_ref().is_some_and(|asked| asked != own) => {
-            let nobody = state.metrics.empty(params.window.as_deref())?;
+            let nobody = state.metrics.empty(window.as_deref())?;
             return Ok(AppJson(nobody));
         }
         Some(own) => Some(own.clone()),
@@ -89,7 +95,7 @@ pub(crate) async fn metrics(
     };
     let report = state
         .metrics
-        .read(namespace.as_ref(), params.window.as_deref())
+        .read(namespace.as_ref(), window.as_deref())
         .await?;
     Ok(AppJson(report))
 }

@@ -1,6 +1,7 @@
 //! The REST API: one `router()` per module, merged here, every error in the contract's shape.
 
 mod admin;
+pub mod admission;
 pub mod audit;
 pub mod auth;
 pub mod csp;

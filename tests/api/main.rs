@@ -7,6 +7,7 @@ mod sandbox_helpers;
 mod approvals;
 mod audit;
 mod auth;
+mod bounds;
 mod changes;
 mod cli;
 mod demo;

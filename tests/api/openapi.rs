@@ -273,3 +273,73 @@ async fn the_metrics_schema_has_the_fields_of_the_contract() {
     assert!(scrape["security"].is_null(), "scrapers need no credentials");
     assert!(scrape["responses"]["200"]["content"]["text/plain; version=0.0.4"].is_object());
 }
+
+#[tokio::test]
+async fn the_document_states_the_rules_the_server_checks() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let doc = document(&app).await;
+    let schemas = &doc["components"]["schemas"];
+    for (name, max_length) in [("Namespace", 64), ("Username", 64), ("ToolName", 128)] {
+        assert!(schemas[name]["pattern"].is_string(), "{name} has a pattern");
+        assert_eq!(schemas[name]["maxLength"], max_length, "{name}");
+    }
+    let policy = &schemas["ToolPolicy"]["properties"];
+    assert_eq!(policy["lease_seconds"]["minimum"], 1);
+    assert_eq!(policy["lease_seconds"]["maximum"], 3600);
+    assert!(policy["key_fields"]["items"]["pattern"].is_string());
+    let executor = &schemas["ExecutorConfig"]["properties"];
+    assert_eq!(executor["timeout_ms"]["maximum"], 300_000);
+    assert_eq!(
+        schemas["CreateUserRequest"]["properties"]["password"]["minLength"],
+        8
+    );
+    for body in ["RejectBody", "ExpireBody", "ResolveBody"] {
+        let required = schemas[body]["required"].as_array().unwrap();
+        assert!(required.contains(&"reason".into()), "{body}: {required:?}");
+    }
+    let invoke = &doc["paths"]["/v1/tools/{name}/invoke"]["post"];
+    let invoke_body = &invoke["requestBody"]["content"]["application/json"]["schema"]["$ref"];
+    let invoke_body = invoke_body.as_str().unwrap().rsplit('/').next().unwrap();
+    assert_eq!(
+        schemas[invoke_body]["required"],
+        serde_json::json!(["args"])
+    );
+}
+
+#[tokio::test]
+async fn every_operation_lists_the_answers_any_request_may_get() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let doc = document(&app).await;
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, operations) in paths {
+        for (method, operation) in operations.as_object().unwrap() {
+            let listed = &operation["responses"];
+            let static_path = ["/healthz", "/v1/openapi.json"].contains(&path.as_str());
+            if !static_path {
+                assert!(listed["503"].is_object(), "{method} {path} lists 503");
+                assert!(listed["500"].is_object(), "{method} {path} lists 500");
+            }
+            if operation.get("security").is_some() {
+                for status in ["401", "403", "429"] {
+                    assert!(listed[status].is_object(), "{method} {path} lists {status}");
+                }
+            }
+            if operation.get("requestBody").is_some() {
+                for status in ["400", "413", "415"] {
+                    assert!(listed[status].is_object(), "{method} {path} lists {status}");
+                }
+            }
+        }
+    }
+    let list = &paths["/v1/operations"]["get"]["parameters"];
+    let cursor = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|parameter| parameter["name"] == "cursor")
+        .unwrap();
+    assert!(cursor["schema"]["pattern"]
+        .as_str()
+        .unwrap()
+        .contains("c1_"));
+}

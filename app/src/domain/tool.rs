@@ -146,13 +146,16 @@ pub struct ToolPolicy {
     pub approval: ApprovalPolicy,
     /// How long a key lives once its operation has settled.
     #[serde(default = "default_ttl_seconds")]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 4_294_967_295_u64))]
     pub ttl_seconds: u32,
     /// How long a claim holds the operation before it is taken over or becomes `unknown`.
     #[serde(default = "default_lease_seconds")]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 3600))]
     pub lease_seconds: u32,
     /// How long a request for approval stays open; after it, the operation is `rejected`
     /// with the reason "approval expired".
     #[serde(default = "default_approval_ttl_seconds")]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 4_294_967_295_u64))]
     pub approval_ttl_seconds: u32,
     /// Dotted paths of the arguments that identify the intent: key = tool + these args.
     #[serde(default)]

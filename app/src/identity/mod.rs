@@ -16,6 +16,6 @@ pub use account::{AccountChange, AccountChanged};
 pub use cookie::{SessionCookie, SESSION_COOKIE};
 pub use password::PasswordHasher;
 pub use secret::{random_token, ApiKeySecret, SecretHash, SessionToken};
-pub use service::{Agent, Identity, IdentityError, IdentityPolicy};
+pub use service::{Agent, Identity, IdentityError, IdentityPolicy, MIN_PASSWORD_LENGTH};
 pub use store::{IdentityStore, NewApiKey, NewSession, NewUser, StoredSession, StoredUser};
 pub use throttle::LoginThrottle;

@@ -57,6 +57,9 @@ pub struct Agent {
     pub namespace: Namespace,
 }
 
+/// The shortest password the default policy accepts.
+pub const MIN_PASSWORD_LENGTH: usize = 8;
+
 /// Tunables of identity.
 #[derive(Debug, Clone)]
 pub struct IdentityPolicy {
@@ -77,7 +80,7 @@ impl Default for IdentityPolicy {
         Self {
             session_lifetime: Duration::hours(12),
             session_idle_timeout: Duration::minutes(30),
-            min_password_length: 8,
+            min_password_length: MIN_PASSWORD_LENGTH,
             key_touch_interval: Duration::seconds(60),
             key_cache_max_age: std::time::Duration::from_secs(1),
         }
@@ -203,6 +206,18 @@ impl Identity {
             self.store.touch_session(&hash, now).await?;
         }
         Ok(Some(session.user))
+    }
+
+    /// Whether the session is still live (not ended, idle past its timeout, expired, or of a
+    /// disabled person), without counting this as a use: a long-lived stream asks this, and
+    /// must not keep an unattended session alive.
+    pub async fn session_is_live(&self, token: &str) -> Result<bool, IdentityError> {
+        let hash = SecretHash::of(token);
+        let Some(session) = self.store.session(&hash).await? else {
+            return Ok(false);
+        };
+        let live = session.is_live(Utc::now(), self.policy.session_idle_timeout);
+        Ok(live && !session.user.disabled)
     }
 
     /// How often a session's last use is written: like API keys, about once a minute, but

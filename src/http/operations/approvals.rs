@@ -12,10 +12,19 @@ use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::json::OptionalJson;
 use crate::startup::AppState;
 
-/// Why the person decided as they did; required to reject (the agent is told it).
+/// Why the person approved, if they say.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 pub(crate) struct VerdictBody {
     #[serde(default)]
+    reason: Option<String>,
+}
+
+/// Why the person rejected: required, the agent is told it.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+pub(crate) struct RejectBody {
+    /// At least one character that is not white space.
+    #[serde(default)]
+    #[schema(required = true, value_type = String, pattern = r"\S")]
     reason: Option<String>,
 }
 
@@ -59,7 +68,7 @@ pub(crate) async fn approve(
     tag = "operations",
     security(("session" = [])),
     params(("id" = Uuid, Path, description = "The operation's `id`")),
-    request_body(content = VerdictBody, description = "The reason, required"),
+    request_body(content = RejectBody, description = "The reason, required"),
     responses(
         (status = 200, body = OperationBody, description = "The operation, now `rejected`"),
         (status = 400, body = ErrorBody, description = "`missing_reason`, `malformed_json` or `invalid_request`"),
@@ -75,7 +84,7 @@ pub(crate) async fn reject(
     Approver(person): Approver,
     address: ClientAddress,
     Path(id): Path<String>,
-    OptionalJson(body): OptionalJson<VerdictBody>,
+    OptionalJson(body): OptionalJson<RejectBody>,
 ) -> ApiResult<Response> {
     let by = acting(person, address);
     let operation = state

@@ -29,6 +29,7 @@ pub(crate) struct ClaimBody {
     #[schema(value_type = Option<app::domain::IdempotencyKey>)]
     key: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<app::domain::IdempotencyKey>)]
     business_key: Option<String>,
     #[serde(default)]
     run_id: Option<String>,
@@ -149,6 +150,7 @@ pub(crate) async fn claim(
             .await?;
         return Ok(claim_response(claim));
     };
+    let _waiting = state.admission.admit_wait(agent.0.key_id)?;
     let claim = state
         .ledger
         .begin_waiting(

@@ -55,11 +55,10 @@ pub(crate) async fn reconcile(
 #[derive(Deserialize, utoipa::ToSchema)]
 pub(crate) struct ResolveBody {
     /// `succeeded` or `failed`.
-    #[schema(value_type = String)]
+    #[schema(value_type = String, pattern = "^(succeeded|failed)$")]
     outcome: Outcome,
-    /// For `succeeded`: what the tool returned, if known.
+    /// For `succeeded`: what the tool returned, if known (any JSON).
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     result: Option<Value>,
     /// For `failed`: `{"code", "message"}`; defaults to `resolved_by_operator` and the reason.
     #[serde(default)]
@@ -68,8 +67,9 @@ pub(crate) struct ResolveBody {
     /// For `failed`: whether the next claim may run the action again (default false).
     #[serde(default)]
     retryable: bool,
-    /// Why; required.
+    /// Why; required (at least one character that is not white space).
     #[serde(default)]
+    #[schema(required = true, value_type = String, pattern = r"\S")]
     reason: Option<String>,
 }
 
@@ -119,8 +119,9 @@ pub(crate) async fn resolve(
 /// Why the key's life ends now.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 pub(crate) struct ExpireBody {
-    /// Why; required.
+    /// Why; required (at least one character that is not white space).
     #[serde(default)]
+    #[schema(required = true, value_type = String, pattern = r"\S")]
     reason: Option<String>,
 }
 

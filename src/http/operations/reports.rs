@@ -39,9 +39,9 @@ pub(crate) struct CompleteBody {
     provider_ref: Option<String>,
 }
 
-/// A report's answer: API.md says "`200` with the final Op", so the Op's fields are at the
-/// top level, and the same Op is under `operation` as in every other answer about one
-/// operation; a client may read either.
+/// A report's answer: `{"operation": Op}`, as every answer about one operation. The first
+/// contract said "`200` with the final Op", and clients of it read the Op's fields at the top
+/// level: they stay there too (deprecated) so that no such client breaks.
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct ReportBody<'a> {
     #[serde(flatten)]

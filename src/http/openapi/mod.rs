@@ -11,9 +11,13 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::openapi::OpenApi as Document;
 use utoipa::{Modify, OpenApi};
 
+use serde_json::Value;
+
 use super::json::AppJson;
 use super::{admin, audit, auth, health, invoke, metrics, operations, tools};
 use crate::startup::AppState;
+
+mod exact;
 
 /// Every REST route; `tests/api/openapi.rs` checks that none is missing.
 #[derive(OpenApi)]
@@ -60,6 +64,7 @@ or `500 internal_error` in that shape, a request with an API key over its rate l
         metrics::prometheus,
         openapi_json,
     ),
+    components(schemas(app::ledger::OperationChange)),
     modifiers(&SecuritySchemes),
     tags(
         (name = "operations", description = "Claim, complete, report and read operations"),
@@ -95,7 +100,15 @@ impl Modify for SecuritySchemes {
 }
 
 /// Built once: the document never changes while the process runs.
-static DOCUMENT: LazyLock<Document> = LazyLock::new(ApiDoc::openapi);
+static DOCUMENT: LazyLock<Value> = LazyLock::new(|| {
+    let mut document =
+        serde_json::to_value(ApiDoc::openapi()).expect("an OpenAPI document is JSON");
+    exact::state_name_patterns(&mut document);
+    exact::state_field_rules(&mut document);
+    exact::state_query_rules(&mut document);
+    exact::list_common_answers(&mut document);
+    document
+});
 
 /// `/v1/openapi.json`.
 pub fn router() -> Router<AppState> {
@@ -109,6 +122,6 @@ pub fn router() -> Router<AppState> {
     tag = "meta",
     responses((status = 200, description = "An OpenAPI 3 document", body = Object))
 )]
-async fn openapi_json() -> AppJson<&'static Document> {
+async fn openapi_json() -> AppJson<&'static Value> {
     AppJson(&DOCUMENT)
 }
