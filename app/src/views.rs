@@ -84,13 +84,22 @@ pub struct OperationDetail {
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub reconcile_attempts: u32,
     pub next_reconcile_at: Option<DateTime<Utc>>,
+    /// The newest events, oldest of them first.
+    pub events: EventsView,
+}
+
+/// A stretch of an operation's audit trail, oldest first, and the cursor of the events
+/// before it, if any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventsView {
     pub events: Vec<EventView>,
+    pub earlier: Option<String>,
 }
 
 #[cfg(feature = "ssr")]
 mod from_ledger {
     use super::*;
-    use crate::ledger::{Approval, Event, Operation, Runner};
+    use crate::ledger::{Approval, Event, EventsPage, Operation, Runner};
 
     impl From<&Operation> for OperationRow {
         fn from(operation: &Operation) -> Self {
@@ -136,8 +145,8 @@ mod from_ledger {
     }
 
     impl OperationDetail {
-        /// The detail view of an operation and its audit trail.
-        pub fn new(operation: &Operation, events: Vec<Event>) -> Self {
+        /// The detail view of an operation and the newest page of its audit trail.
+        pub fn new(operation: &Operation, events: EventsPage) -> Self {
             Self {
                 row: operation.into(),
                 key_source: operation.key_source.as_str().to_owned(),
@@ -160,7 +169,17 @@ mod from_ledger {
                 lease_expires_at: operation.lease.as_ref().map(|lease| lease.expires_at),
                 reconcile_attempts: operation.reconcile_attempts,
                 next_reconcile_at: operation.next_reconcile_at,
-                events: events.into_iter().map(EventView::from).collect(),
+                events: EventsView::from(events),
+            }
+        }
+    }
+
+    impl From<EventsPage> for EventsView {
+        /// A page read newest first, shown oldest first.
+        fn from(page: EventsPage) -> Self {
+            Self {
+                events: page.events.into_iter().rev().map(EventView::from).collect(),
+                earlier: page.next.map(|position| position.cursor()),
             }
         }
     }

@@ -223,3 +223,32 @@ test('a page whose refreshes fail asks again less and less often, and catches up
   await completeClaimed(api, answer);
   await api.dispose();
 });
+
+// An operation replayed many times: the page shows the newest events and brings the
+// earlier ones on request, so it opens fast however long the trail is.
+test('a long trail shows its newest events and the earlier ones on request', async ({ page }) => {
+  const errors = consoleErrors(page);
+  const { api } = await agentApi();
+  const body = { tool: unique('replayed'), key: unique('order'), args: { order: 7 } };
+  const claimed = await api.post('/v1/operations', { data: body });
+  expect(claimed.status(), await claimed.text()).toBe(201);
+  const claim = await claimed.json();
+  const completed = await api.post(`/v1/operations/${claim.operation.id}/complete`, {
+    data: { lease_token: claim.lease.token, outcome: 'succeeded', result: {} },
+  });
+  expect(completed.status(), await completed.text()).toBe(200);
+  for (let replay = 0; replay < 60; replay++) {
+    expect((await api.post('/v1/operations', { data: body })).status()).toBe(200);
+  }
+
+  await signIn(page, admin.username, admin.password);
+  await openHydrated(page, `/operations/${claim.operation.id}`);
+  const timeline = page.locator('ol.timeline li');
+  await expect(timeline).toHaveCount(50);
+  await expect(timeline.last()).toHaveAttribute('data-kind', 'replayed');
+  await page.getByRole('button', { name: 'Show earlier events' }).click();
+  await expect(timeline).toHaveCount(62);
+  await expect(timeline.first()).toHaveAttribute('data-kind', 'claimed');
+  await expect(page.getByRole('button', { name: 'Show earlier events' })).toHaveCount(0);
+  expect(errors).toEqual([]);
+});

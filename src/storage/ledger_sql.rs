@@ -499,6 +499,26 @@ macro_rules! impl_ledger_store {
                 rows.into_iter().map(Event::try_from).collect()
             }
 
+            async fn events_page(
+                &self,
+                id: Uuid,
+                page: &app::ledger::EventPage,
+            ) -> Result<Vec<(app::ledger::EventPosition, Event)>, StoreError> {
+                use crate::storage::operation_rows::{events_page_sql, PositionedEventRow};
+                self.quiet_events.flush().await;
+                let mut query =
+                    sqlx::query_as::<_, PositionedEventRow>(events_page_sql(page)).bind(id);
+                if let Some(after) = page.after {
+                    query = query.bind(after.at).bind(after.seq);
+                }
+                let rows = query
+                    .bind(i64::from(page.limit))
+                    .fetch_all(&self.$reader)
+                    .await
+                    .map_err(store_error)?;
+                rows.into_iter().map(PositionedEventRow::into_positioned).collect()
+            }
+
             async fn tool(&self, name: &ToolName) -> Result<Option<ToolPolicy>, StoreError> {
                 let row: Option<(Json<ToolPolicy>,)> =
                     sqlx::query_as("select policy from tools where name = $1")

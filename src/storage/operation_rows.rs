@@ -3,8 +3,8 @@
 
 use app::domain::ToolPolicy;
 use app::ledger::{
-    Approval, Event, EventKind, HeldLease, LeaseTokenHash, Operation, OperationFilter,
-    RegisteredTool,
+    Approval, Event, EventKind, EventPage, EventPosition, HeldLease, LeaseTokenHash, Operation,
+    OperationFilter, RegisteredTool,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
@@ -212,6 +212,48 @@ impl TryFrom<EventRow> for Event {
             actor: row.actor,
             detail: row.detail.0,
         })
+    }
+}
+
+/// An event row with its position in the trail.
+#[derive(sqlx::FromRow)]
+pub struct PositionedEventRow {
+    #[sqlx(flatten)]
+    event: EventRow,
+    seq: i64,
+}
+
+impl PositionedEventRow {
+    pub fn into_positioned(self) -> Result<(EventPosition, Event), StoreError> {
+        let position = EventPosition {
+            at: self.event.at,
+            seq: self.seq,
+        };
+        Ok((position, Event::try_from(self.event)?))
+    }
+}
+
+/// The query of an events page: `$1` the operation, then (with a cursor) `$2`, `$3` the
+/// position after which the page starts, then the limit. Row values compare by time, then by
+/// writing order, as the `operation_events_by_time` index is laid out.
+pub fn events_page_sql(page: &EventPage) -> &'static str {
+    match (page.after.is_some(), page.newest_first) {
+        (false, false) => {
+            "select operation_id, at, kind, actor, detail, seq from operation_events \
+            where operation_id = $1 order by at, seq limit $2"
+        }
+        (false, true) => {
+            "select operation_id, at, kind, actor, detail, seq from operation_events \
+            where operation_id = $1 order by at desc, seq desc limit $2"
+        }
+        (true, false) => {
+            "select operation_id, at, kind, actor, detail, seq from operation_events \
+            where operation_id = $1 and (at, seq) > ($2, $3) order by at, seq limit $4"
+        }
+        (true, true) => {
+            "select operation_id, at, kind, actor, detail, seq from operation_events \
+            where operation_id = $1 and (at, seq) < ($2, $3) order by at desc, seq desc limit $4"
+        }
     }
 }
 

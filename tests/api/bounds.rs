@@ -150,3 +150,91 @@ async fn a_stream_ends_once_its_session_is_signed_out(db: Db) {
     assert_eq!(viewer.logout().await.status(), 204);
     assert!(stream.ends().await, "the ended session's stream ends");
 }
+
+mod events_pages {
+    use super::*;
+
+    on_both_databases!(
+        the_trail_reads_in_pages_oldest_or_newest_first_and_misses_nothing,
+        bad_page_parameters_are_refused_and_change_nothing,
+    );
+
+    /// An operation with its claim, its completion and `replays` replays.
+    async fn replayed(agent: &Client, replays: usize) -> String {
+        let body = json!({ "tool": "refund", "key": "r-9", "args": { "amount": 3 } });
+        let (id, token, _) = agent.start(&body).await;
+        let done = json!({ "lease_token": token, "outcome": "succeeded", "result": {} });
+        assert_eq!(agent.complete(&id, &done).await.status(), 200);
+        for _ in 0..replays {
+            assert_eq!(agent.claim(&body).await.status(), 200);
+        }
+        id
+    }
+
+    async fn page(agent: &Client, id: &str, query: &str) -> Value {
+        let response = agent
+            .get(&format!("/v1/operations/{id}/events{query}"))
+            .await;
+        assert_eq!(response.status(), 200, "{query}");
+        response.json().await.unwrap()
+    }
+
+    /// Every page from `query` on, following `next_cursor`.
+    async fn all_pages(agent: &Client, id: &str, query: &str) -> Vec<Value> {
+        let mut events = Vec::new();
+        let mut next = page(agent, id, query).await;
+        loop {
+            events.extend(next["events"].as_array().unwrap().iter().cloned());
+            let Some(cursor) = next["next_cursor"].as_str() else {
+                return events;
+            };
+            next = page(agent, id, &format!("{query}&cursor={cursor}")).await;
+        }
+    }
+
+    async fn the_trail_reads_in_pages_oldest_or_newest_first_and_misses_nothing(db: Db) {
+        let app = TestApp::spawn(db).await;
+        let agent = app.agent("shop").await;
+        let id = replayed(&agent, 23).await;
+        let whole = page(&agent, &id, "").await;
+        assert!(
+            whole["next_cursor"].is_null(),
+            "one page holds a short trail"
+        );
+        let whole = whole["events"].as_array().unwrap().clone();
+        assert_eq!(whole.len(), 25, "claimed, completed and 23 replays");
+        assert_eq!(whole[0]["kind"], "claimed");
+
+        let first = page(&agent, &id, "?limit=10").await;
+        assert_eq!(first["events"].as_array().unwrap().len(), 10);
+        assert!(first["next_cursor"].is_string());
+        assert_eq!(all_pages(&agent, &id, "?limit=10").await, whole);
+        assert_eq!(all_pages(&agent, &id, "?limit=7&order=oldest").await, whole);
+        let mut newest_first = whole.clone();
+        newest_first.reverse();
+        assert_eq!(
+            all_pages(&agent, &id, "?limit=4&order=newest").await,
+            newest_first
+        );
+    }
+
+    async fn bad_page_parameters_are_refused_and_change_nothing(db: Db) {
+        let app = TestApp::spawn(db).await;
+        let agent = app.agent("shop").await;
+        let id = replayed(&agent, 1).await;
+        for (query, code) in [
+            ("?limit=0", "invalid_limit"),
+            ("?limit=1001", "invalid_limit"),
+            ("?cursor=c1_nope", "invalid_cursor"),
+            ("?cursor=e1_12_x", "invalid_cursor"),
+            ("?order=sideways", "invalid_order"),
+        ] {
+            let response = agent
+                .get(&format!("/v1/operations/{id}/events{query}"))
+                .await;
+            assert_error(response, 400, code).await;
+        }
+        let events = page(&agent, &id, "").await;
+        assert_eq!(events["events"].as_array().unwrap().len(), 3);
+    }
+}

@@ -13,6 +13,7 @@ mod redaction;
 mod tool;
 #[cfg(test)]
 mod vectors;
+pub mod whole_number;
 
 pub use canonical::{canonical_json, check_depth, depth, TooDeep, MAX_DEPTH};
 pub use fingerprint::{sha256_hex, Fingerprint, InvalidFingerprint};

@@ -83,7 +83,10 @@ pub struct ExecutorConfig {
     #[serde(default)]
     pub reconcile_url: Option<String>,
     /// How long to wait for the tool before the outcome is `unknown`.
-    #[serde(default = "default_timeout_ms")]
+    #[serde(
+        default = "default_timeout_ms",
+        deserialize_with = "super::whole_number::u32_whole"
+    )]
     pub timeout_ms: u32,
     /// The provider honours `Idempotency-Key`, so re-sending a key is safe.
     #[serde(default)]
@@ -145,16 +148,25 @@ pub struct ToolPolicy {
     #[serde(default)]
     pub approval: ApprovalPolicy,
     /// How long a key lives once its operation has settled.
-    #[serde(default = "default_ttl_seconds")]
+    #[serde(
+        default = "default_ttl_seconds",
+        deserialize_with = "super::whole_number::u32_whole"
+    )]
     #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 4_294_967_295_u64))]
     pub ttl_seconds: u32,
     /// How long a claim holds the operation before it is taken over or becomes `unknown`.
-    #[serde(default = "default_lease_seconds")]
+    #[serde(
+        default = "default_lease_seconds",
+        deserialize_with = "super::whole_number::u32_whole"
+    )]
     #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 3600))]
     pub lease_seconds: u32,
     /// How long a request for approval stays open; after it, the operation is `rejected`
     /// with the reason "approval expired".
-    #[serde(default = "default_approval_ttl_seconds")]
+    #[serde(
+        default = "default_approval_ttl_seconds",
+        deserialize_with = "super::whole_number::u32_whole"
+    )]
     #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 4_294_967_295_u64))]
     pub approval_ttl_seconds: u32,
     /// Dotted paths of the arguments that identify the intent: key = tool + these args.

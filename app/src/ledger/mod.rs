@@ -31,10 +31,10 @@ pub use notify::{newly_requested, ApprovalNotifier};
 pub use operator::{ReconcileRound, RECONCILER_ACTOR};
 pub use prepare::{check_request, prepare_claim};
 pub use provider::{Execution, Lookup, LookupError, Provider};
-pub use service::{BeginRequest, Ledger, LedgerError};
+pub use service::{BeginRequest, EventsPage, Ledger, LedgerError};
 pub use settle::{
     decide_settlement, Resolution, SettleRefused, Settlement, RECONCILE_BACKOFF_SECONDS,
 };
-pub use store::{LedgerStore, OperationFilter, RegisteredTool};
+pub use store::{EventPage, EventPosition, LedgerStore, OperationFilter, RegisteredTool};
 pub use verdict::{decide_verdict, Verdict, VerdictRefused};
 pub use write::{Decision, Write};

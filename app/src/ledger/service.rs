@@ -14,7 +14,7 @@ use super::notify::{newly_requested, ApprovalNotifier};
 use super::prepare::{check_request, prepare_claim};
 use super::provider::Provider;
 use super::settle::SettleRefused;
-use super::store::{LedgerStore, OperationFilter, RegisteredTool};
+use super::store::{EventPage, EventPosition, LedgerStore, OperationFilter, RegisteredTool};
 use super::telemetry::Telemetry;
 use super::verdict::{Verdict, VerdictRefused};
 use super::write::Decision;
@@ -78,6 +78,13 @@ impl LedgerError {
             message: message.into(),
         }
     }
+}
+
+/// A page of an operation's events, and the position after which the next page starts.
+#[derive(Debug, Clone)]
+pub struct EventsPage {
+    pub events: Vec<Event>,
+    pub next: Option<EventPosition>,
 }
 
 /// Claims, reports and reads over a [`LedgerStore`]; executions and reconciliation through a
@@ -469,5 +476,30 @@ impl Ledger {
     ) -> Result<Vec<Event>, LedgerError> {
         self.operation(namespace, id).await?;
         Ok(self.store.events(id).await?)
+    }
+
+    /// One page of the events of an operation visible in `namespace` (every namespace for
+    /// `None`), and where the next page starts if there is one.
+    pub async fn events_page(
+        &self,
+        namespace: Option<&Namespace>,
+        id: Uuid,
+        page: EventPage,
+    ) -> Result<EventsPage, LedgerError> {
+        self.operation(namespace, id).await?;
+        let asked = EventPage {
+            limit: page.limit.saturating_add(1),
+            ..page
+        };
+        let mut events = self.store.events_page(id, &asked).await?;
+        let more = events.len() > page.limit as usize;
+        events.truncate(page.limit as usize);
+        let next = more
+            .then(|| events.last().map(|(position, _)| *position))
+            .flatten();
+        Ok(EventsPage {
+            events: events.into_iter().map(|(_, event)| event).collect(),
+            next,
+        })
     }
 }

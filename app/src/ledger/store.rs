@@ -92,6 +92,14 @@ pub trait LedgerStore: Send + Sync {
     /// The audit trail of an operation, oldest first.
     async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError>;
 
+    /// One page of an operation's audit trail, in the page's order, each event with its
+    /// position (at most `page.limit` of them).
+    async fn events_page(
+        &self,
+        id: Uuid,
+        page: &EventPage,
+    ) -> Result<Vec<(EventPosition, Event)>, StoreError>;
+
     /// The registered policy of a tool.
     async fn tool(&self, name: &ToolName) -> Result<Option<ToolPolicy>, StoreError>;
 
@@ -104,6 +112,48 @@ pub trait LedgerStore: Send + Sync {
 
     /// Every registered tool, by name.
     async fn tools(&self) -> Result<Vec<RegisteredTool>, StoreError>;
+}
+
+/// Where an event stands in its operation's trail: by time, then by the order it was
+/// written (events of one instant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventPosition {
+    pub at: DateTime<Utc>,
+    pub seq: i64,
+}
+
+/// Cursors of an operation's events: `e1_`, the event's time in microseconds since the epoch,
+/// `_`, its writing order.
+const EVENT_CURSOR_PREFIX: &str = "e1_";
+
+impl EventPosition {
+    /// The opaque cursor of the page after this event.
+    pub fn cursor(&self) -> String {
+        format!(
+            "{EVENT_CURSOR_PREFIX}{}_{}",
+            self.at.timestamp_micros(),
+            self.seq
+        )
+    }
+
+    /// The position a cursor names, if it is one this server gives out.
+    pub fn from_cursor(cursor: &str) -> Option<Self> {
+        let (micros, seq) = cursor.strip_prefix(EVENT_CURSOR_PREFIX)?.split_once('_')?;
+        Some(Self {
+            at: DateTime::<Utc>::from_timestamp_micros(micros.parse().ok()?)?,
+            seq: seq.parse().ok()?,
+        })
+    }
+}
+
+/// Which part of an operation's trail to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventPage {
+    /// Only events after this one, in the page's order.
+    pub after: Option<EventPosition>,
+    pub limit: u32,
+    /// Newest first, rather than oldest first.
+    pub newest_first: bool,
 }
 
 /// Which operations a list shows. `None` fields do not filter.

@@ -11,8 +11,8 @@ use crate::components::{
     OperationActions, Permitted, RelativeTime, StatusBadge,
 };
 use crate::domain::OperationStatus;
-use crate::server_fns::read_operation;
-use crate::views::{EventView, OperationDetail};
+use crate::server_fns::{read_earlier_events, read_operation};
+use crate::views::{EventView, EventsView, OperationDetail};
 use crate::UiError;
 
 #[component]
@@ -92,7 +92,7 @@ fn Detail(detail: OperationDetail) -> impl IntoView {
         </div>
         <section class="card" aria-labelledby="timeline">
             <h2 id="timeline">"Timeline"</h2>
-            <Timeline events=detail.events />
+            <Timeline id=row.id events=detail.events />
         </section>
     }
 }
@@ -214,32 +214,68 @@ fn Outcome(detail: OperationDetail) -> impl IntoView {
     }
 }
 
-#[component]
-fn Timeline(events: Vec<EventView>) -> impl IntoView {
-    if events.is_empty() {
-        return view! { <p class="muted">"No events recorded."</p> }.into_any();
-    }
+/// The newest events, oldest of them first, and a button that brings the ones before them
+/// (an operation may have a million replays: the page never loads them all).
+#[island]
+fn Timeline(id: Uuid, events: EventsView) -> impl IntoView {
+    let shown = RwSignal::new(events.events);
+    let earlier = RwSignal::new(events.earlier);
+    let more = Action::new(move |cursor: &String| read_earlier_events(id, cursor.clone()));
+    Effect::new(move |_| {
+        if let Some(Ok(page)) = more.value().get() {
+            earlier.set(page.earlier);
+            shown.update(|events| {
+                let mut before = page.events;
+                before.append(events);
+                *events = before;
+            });
+        }
+    });
+    let error = move || match more.value().get() {
+        Some(Err(error)) => Some(view! { <ErrorNote error /> }),
+        _ => None,
+    };
     view! {
-        <ol class="timeline">
-            {events
-                .into_iter()
-                .map(|event| {
-                    let detail = (!is_blank(&event.detail)).then(|| view! { <FieldList value=event.detail /> });
-                    view! {
-                        <li data-kind=event.kind.clone()>
-                            <div class="event-head">
-                                <RelativeTime at=event.at />
-                                <strong class="event-kind">{event.kind.replace('_', " ")}</strong>
-                                <span class="muted">"by " {event.actor}</span>
-                            </div>
-                            {detail}
-                        </li>
-                    }
-                })
-                .collect_view()}
-        </ol>
+        {move || earlier.get().map(|cursor| view! {
+            <button
+                class="secondary show-earlier"
+                disabled=move || more.pending().get()
+                on:click=move |_| {
+                    more.dispatch(cursor.clone());
+                }
+            >
+                "Show earlier events"
+            </button>
+        })}
+        {error}
+        {move || {
+            let events = shown.get();
+            if events.is_empty() {
+                return view! { <p class="muted">"No events recorded."</p> }.into_any();
+            }
+            view! {
+                <ol class="timeline">
+                    {events.into_iter().map(|event| view! { <TimelineEvent event /> }).collect_view()}
+                </ol>
+            }
+            .into_any()
+        }}
     }
-    .into_any()
+}
+
+#[component]
+fn TimelineEvent(event: EventView) -> impl IntoView {
+    let detail = (!is_blank(&event.detail)).then(|| view! { <FieldList value=event.detail /> });
+    view! {
+        <li data-kind=event.kind.clone()>
+            <div class="event-head">
+                <RelativeTime at=event.at />
+                <strong class="event-kind">{event.kind.replace('_', " ")}</strong>
+                <span class="muted">"by " {event.actor}</span>
+            </div>
+            {detail}
+        </li>
+    }
 }
 
 /// Whether an event's detail carries nothing worth showing.

@@ -23,10 +23,10 @@ pub use auth::{
     change_password, current_user, login, logout, ChangePassword, CurrentUser, Login, Logout,
 };
 pub use operations::{
-    approve_operation, expire_operation, list_operations, read_operation, reconcile_operation,
-    reject_operation, resolve_operation, ApproveOperation, ExpireOperation, ListOperations,
-    OperationsPage, ReadOperation, ReconcileOperation, RejectOperation, ResolveOperation,
-    PAGE_SIZE,
+    approve_operation, expire_operation, list_operations, read_earlier_events, read_operation,
+    reconcile_operation, reject_operation, resolve_operation, ApproveOperation, ExpireOperation,
+    ListOperations, OperationsPage, ReadEarlierEvents, ReadOperation, ReconcileOperation,
+    RejectOperation, ResolveOperation, EVENTS_PAGE_SIZE, PAGE_SIZE,
 };
 pub use overview::{overview, Overview, WINDOWS};
 pub use tools::{

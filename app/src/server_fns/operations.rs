@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::Outcome;
-use crate::views::{OperationDetail, OperationRow};
+use crate::views::{EventsView, OperationDetail, OperationRow};
 use crate::UiError;
 
 #[cfg(feature = "ssr")]
@@ -90,8 +90,38 @@ pub async fn read_operation(id: Uuid) -> Result<OperationDetail, UiError> {
         .operation(None, id)
         .await
         .map_err(answer_with_status)?;
-    let events = ledger.events(None, id).await.map_err(answer_with_status)?;
+    let events = ledger
+        .events_page(None, id, newest_events(None))
+        .await
+        .map_err(answer_with_status)?;
     Ok(OperationDetail::new(&operation, events))
+}
+
+/// Events shown at a time on an operation's page, newest first.
+pub const EVENTS_PAGE_SIZE: u32 = 50;
+
+/// The page of events before `earlier` (the newest ones when `None`).
+#[cfg(feature = "ssr")]
+fn newest_events(earlier: Option<crate::ledger::EventPosition>) -> crate::ledger::EventPage {
+    crate::ledger::EventPage {
+        after: earlier,
+        limit: EVENTS_PAGE_SIZE,
+        newest_first: true,
+    }
+}
+
+/// The events of an operation before the cursor `earlier` (from an [`EventsView`]).
+#[server(prefix = "/api", endpoint = "earlier_events")]
+pub async fn read_earlier_events(id: Uuid, earlier: String) -> Result<EventsView, UiError> {
+    let ledger = ledger()?;
+    person_who_may(Permission::Read).await?;
+    let position = crate::ledger::EventPosition::from_cursor(&earlier)
+        .ok_or_else(|| UiError::Invalid("that list of events is out of date; reload".into()))?;
+    let events = ledger
+        .events_page(None, id, newest_events(Some(position)))
+        .await
+        .map_err(answer_with_status)?;
+    Ok(EventsView::from(events))
 }
 
 /// Approves an operation that waits for approval (approvers and admins).

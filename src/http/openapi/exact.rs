@@ -34,7 +34,7 @@ const DOTTED_PATH: &str = r"^[^.]+(\.[^.]+)*$";
 /// An executor's URLs: `http://` or `https://` and something after it.
 const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://.";
 
-/// What a page's `cursor` looks like: `c1_` and the id of the last item shown (or empty).
+/// What a list's `cursor` looks like: `c1_` and the id of the last item shown (or empty).
 const CURSOR: &str = "^(c1_([0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-\
                       [0-9a-fA-F]{4}-[0-9a-fA-F]{12}))?$";
 
@@ -92,7 +92,7 @@ pub(super) fn state_query_rules(document: &mut Value) {
             continue;
         };
         for parameter in parameters.iter_mut().filter(|p| p["in"] == "query") {
-            if parameter["name"] == "cursor" {
+            if parameter["name"] == "cursor" && parameter["schema"]["pattern"].is_null() {
                 parameter["schema"] = json!({ "type": "string", "pattern": CURSOR });
             } else if let Some(pattern) = name_pattern_of(&parameter["schema"]) {
                 parameter["schema"] = json!({ "type": "string", "pattern": pattern });

@@ -33,7 +33,10 @@ pub(crate) struct ClaimBody {
     business_key: Option<String>,
     #[serde(default)]
     run_id: Option<String>,
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "app::domain::whole_number::option_u64_whole"
+    )]
     step: Option<u64>,
 }
 

@@ -143,22 +143,42 @@ pub(crate) async fn list(
     }))
 }
 
-/// The audit trail, oldest first.
+/// A page of the audit trail.
 #[derive(Serialize, utoipa::ToSchema)]
 pub(crate) struct EventsBody {
     events: Vec<Event>,
+    /// The `cursor` of the next page; `null` on the last one.
+    next_cursor: Option<String>,
 }
 
-/// The audit trail of an operation, oldest first.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct EventsParams {
+    /// 1 to 1000, default 1000.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
+    limit: Option<String>,
+    /// The `next_cursor` of the previous page.
+    #[param(pattern = "^(e1_-?[0-9]{1,19}_-?[0-9]{1,19})?$")]
+    cursor: Option<String>,
+    /// `oldest` first (the default) or `newest` first.
+    #[param(pattern = "^(oldest|newest)?$")]
+    order: Option<String>,
+}
+
+/// The audit trail of an operation, oldest first (or newest first), a page at a time: at most
+/// `limit` events (1000 when not given, the whole trail of nearly every operation) and the
+/// `next_cursor` of the rest.
 #[utoipa::path(
     get,
     path = "/v1/operations/{id}/events",
     operation_id = "list_events",
     tag = "operations",
     security(("api_key" = []), ("session" = [])),
-    params(("id" = Uuid, Path, description = "The operation's `id`")),
+    params(("id" = Uuid, Path, description = "The operation's `id`"), EventsParams),
     responses(
-        (status = 200, body = EventsBody, description = "The events"),
+        (status = 200, body = EventsBody, description = "A page of events"),
+        (status = 400, body = ErrorBody,
+            description = "`invalid_limit`, `invalid_cursor` or `invalid_order`"),
         (status = 401, body = ErrorBody,
             description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
         (status = 404, body = ErrorBody,
@@ -170,10 +190,20 @@ pub(crate) async fn events(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    Query(params): Query<EventsParams>,
 ) -> ApiResult<AppJson<EventsBody>> {
-    let events = state
+    let page = page::parse_events(
+        params.limit.as_deref(),
+        params.cursor.as_deref(),
+        params.order.as_deref(),
+    )?;
+    let id = operation_id(&id)?;
+    let found = state
         .ledger
-        .events(visible_namespace(&caller)?, operation_id(&id)?)
+        .events_page(visible_namespace(&caller)?, id, page)
         .await?;
-    Ok(AppJson(EventsBody { events }))
+    Ok(AppJson(EventsBody {
+        events: found.events,
+        next_cursor: found.next.map(|position| position.cursor()),
+    }))
 }
