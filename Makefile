@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/.ci/tools/node_modules/.bin:$(PATH)
 export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run build test tools test-tools check test-rust test-e2e test-python contract fuzz bench bench-peers clean-data
+.PHONY: run build test tools test-tools check test-rust test-e2e test-python contract fuzz bench bench-peers docs docs-images clean-data
 
 ## run: build the release and serve the demo on 127.0.0.1:3000 from its own SQLite file
 ## ./idem-demo.db (sandbox provider, tools, demo people and a simulated agent; passwords
@@ -106,6 +106,22 @@ $(RESTATE_DIR)/node_modules/.package-lock.json: $(RESTATE_DIR)/package.json $(RE
 	@command -v npm >/dev/null || { echo "bench-peers needs Node.js and npm" >&2; exit 1; }
 	cd $(RESTATE_DIR) && npm ci --ignore-scripts --no-audit --no-fund
 	touch $@
+
+# The book (not part of `make test`): docs/ is plain Markdown that also reads on a forge;
+# mdBook builds it into target/book. Pinned, and without its `serve`/`watch` features, which
+# only a live preview needs and which double the build on two cores.
+MDBOOK_VERSION := 0.5.4
+
+## docs: build the documentation in docs/ as a book into target/book (installs mdBook once)
+docs:
+	@if [ "$$(mdbook --version 2>/dev/null)" != "mdbook v$(MDBOOK_VERSION)" ]; then \
+	  cargo install mdbook --version $(MDBOOK_VERSION) --locked --no-default-features --features search; \
+	fi
+	mdbook build docs
+
+## docs-images: retake the screenshots in docs/images/ with the browser tests (needs `make build`)
+docs-images: test-tools build
+	cd end2end && UPDATE_DOCS_IMAGES=1 npx playwright test tests/docs-images.spec.ts
 
 clean-data:
 	rm -f idem.db idem.db-wal idem.db-shm idem.db-serve.lock

@@ -69,7 +69,7 @@ export async function registerTool(name: string, policy: Record<string, unknown>
   await api.dispose();
 }
 
-/** Queues a fault at the sandbox provider (see README "The sandbox provider"). */
+/** Queues a fault at the sandbox provider (see docs/providers.md, "The sandbox provider"). */
 export async function sandboxFault(fault: Record<string, unknown>) {
   const api = await request.newContext({ baseURL: sandboxURL });
   const answer = await api.post('/_faults', { data: fault });

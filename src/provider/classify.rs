@@ -1,5 +1,5 @@
 //! From what happened on the wire to an outcome class: one pure function, [`classify`], so
-//! the table in README "Executor outcome classes" is the code's table and is tested as one.
+//! the table in docs/providers.md, "Outcome classes", is the code's table and is tested as one.
 //!
 //! The rule behind every row: `Failed` only when the provider certainly did nothing
 //! (it never got the call, or it refused it); `Unknown` whenever it may have acted.
@@ -34,7 +34,7 @@ pub enum Attempt {
     TooLarge { status: u16, limit: usize },
 }
 
-/// The outcome class of an attempt (README "Executor outcome classes").
+/// The outcome class of an attempt (docs/providers.md, "Outcome classes").
 pub fn classify(attempt: &Attempt) -> Execution {
     match attempt {
         Attempt::Answered {

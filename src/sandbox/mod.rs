@@ -1,7 +1,7 @@
 //! The sandbox provider (`idem sandbox-provider`): a real HTTP service that behaves like a
 //! payments or email provider, for tests, the demo and benchmarks. It honours
 //! `Idempotency-Key`, answers lookups by key, counts its effects and misbehaves on request.
-//! State lives in memory; README "The sandbox provider" documents the API.
+//! State lives in memory; docs/providers.md, "The sandbox provider", documents the API.
 //!
 //! `Sandbox::bind` binds first, so tests can start it in-process on port 0.
 

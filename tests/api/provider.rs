@@ -1,5 +1,5 @@
 //! `HttpProvider` against the real sandbox provider: every row of the executor outcome
-//! table (README "Executor outcome classes"), and reconcile lookups.
+//! table (docs/providers.md, "Outcome classes"), and reconcile lookups.
 
 use app::ledger::{Execution, Lookup, Provider};
 use idem::provider::HttpProvider;

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use crate::domain::ExecutorConfig;
 
-/// What one call of a tool's executor came to, already classified (README: "Executor
-/// outcome classes").
+/// What one call of a tool's executor came to, already classified (docs/providers.md,
+/// "Outcome classes").
 #[derive(Debug, Clone, PartialEq)]
 pub enum Execution {
     /// The provider did it: `result` is its answer.

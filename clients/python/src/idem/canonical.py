@@ -1,6 +1,6 @@
 """Canonical JSON (RFC 8785, JCS), fingerprints and derived keys, exactly as the server makes them.
 
-The recipe (README "Keys and fingerprints: the recipe"):
+The recipe (docs/concepts.md, "Keys and fingerprints: the recipe"):
 
     fingerprint = hex(SHA-256(tool + "\\n" + JCS(args without the tool's ignore_fields)))
     derived key = "run:" + run_id + ":step:" + step + ":" + fingerprint

@@ -1,4 +1,4 @@
-"""Typed views of the contract's answers (API.md "Op", the claim's answer)."""
+"""Typed views of the contract's answers (docs/api.md "Op", the claim's answer)."""
 
 from __future__ import annotations
 
