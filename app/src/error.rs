@@ -67,7 +67,7 @@ impl From<crate::identity::IdentityError> for UiError {
         use crate::identity::IdentityError as E;
         match error {
             E::InvalidCredentials | E::AccountDisabled => UiError::Unauthorized(error.to_string()),
-            E::Throttled { .. } => UiError::Throttled(error.to_string()),
+            E::Throttled { .. } | E::Busy => UiError::Throttled(error.to_string()),
             E::Store(inner) => {
                 tracing::error!(error = %inner, "storage failure in a UI request");
                 UiError::Internal

@@ -64,6 +64,9 @@ pub enum ApiError {
         message: &'static str,
         details: Value,
     },
+    /// 503: every turn to check a password is taken; nothing was checked, retry shortly.
+    #[error("too many sign-ins at once; try again in a moment")]
+    SignInBusy,
     /// 503: the database cannot be reached for now; nothing was changed, retry later.
     #[error("the database is unavailable; nothing was changed, try again shortly")]
     DatabaseUnavailable,
@@ -96,7 +99,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::BadGateway { .. } => StatusCode::BAD_GATEWAY,
-            ApiError::Unavailable { .. } | ApiError::DatabaseUnavailable => {
+            ApiError::Unavailable { .. } | ApiError::DatabaseUnavailable | ApiError::SignInBusy => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -119,6 +122,7 @@ impl ApiError {
             ApiError::TooManyRequests { .. } => "too_many_requests",
             ApiError::Unavailable { .. } => "service_unavailable",
             ApiError::DatabaseUnavailable => "database_unavailable",
+            ApiError::SignInBusy => "sign_in_busy",
             ApiError::Internal(_) => "internal_error",
         }
     }
@@ -186,6 +190,7 @@ impl ApiError {
                 ..
             } => Some(*retry_after_seconds),
             ApiError::DatabaseUnavailable => Some(DATABASE_RETRY_AFTER_SECONDS),
+            ApiError::SignInBusy => Some(1),
             _ => None,
         }
     }
@@ -219,10 +224,12 @@ impl From<IdentityError> for ApiError {
             }
             IdentityError::Throttled {
                 retry_after_seconds,
+                ..
             } => ApiError::TooManyRequests {
                 message: error.to_string(),
                 retry_after_seconds,
             },
+            IdentityError::Busy => ApiError::SignInBusy,
             IdentityError::UsernameTaken(_) => ApiError::Conflict {
                 code: "username_taken",
                 message: error.to_string(),

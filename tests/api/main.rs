@@ -34,6 +34,7 @@ mod sandbox;
 mod sandbox_faults;
 mod security;
 mod sessions;
+mod sign_in_throttle;
 mod supervision;
 mod ui;
 mod ui_admin;

@@ -98,7 +98,8 @@ impl AuditLog {
     }
 
     /// Records a sign-in attempt with the name that was tried: `login.succeeded`, or
-    /// `login.failed` with the reason (`invalid_credentials` or `throttled`). Failures of the
+    /// `login.failed` with the reason (`invalid_credentials`, `disabled` or `throttled`, the
+    /// last with the count of refusals so far, at counts 1, 10, 100, …). Failures of the
     /// server itself are not sign-in attempts the person made, and are not recorded.
     pub async fn login(
         &self,
@@ -115,19 +116,27 @@ impl AuditLog {
                 detail: json!({ "role": user.role }),
             },
             Err(error) => {
-                let reason = match error {
-                    IdentityError::InvalidCredentials => "invalid_credentials",
-                    IdentityError::AccountDisabled => "disabled",
-                    IdentityError::Throttled { .. } => "throttled",
+                let tried: String = username.chars().take(MAX_TRIED_NAME_CHARS).collect();
+                let detail = match error {
+                    IdentityError::InvalidCredentials => {
+                        json!({ "username": tried, "reason": "invalid_credentials" })
+                    }
+                    IdentityError::AccountDisabled => {
+                        json!({ "username": tried, "reason": "disabled" })
+                    }
+                    // Counted, not recorded one by one: a flood of refused guesses writes
+                    // a row at the 1st, 10th, 100th, … refusal of a window, with the count.
+                    IdentityError::Throttled { refused, .. } if is_power_of_ten(*refused) => {
+                        json!({ "username": tried, "reason": "throttled", "refused": refused })
+                    }
                     _ => return,
                 };
-                let tried: String = username.chars().take(MAX_TRIED_NAME_CHARS).collect();
                 PersonAction {
                     actor: "anonymous".into(),
                     address,
                     action: actions::LOGIN_FAILED,
                     subject: format!("user:{tried}"),
-                    detail: json!({ "username": tried, "reason": reason }),
+                    detail,
                 }
             }
         };
@@ -145,4 +154,12 @@ impl AuditLog {
         events.truncate(limit as usize);
         Ok((events, more))
     }
+}
+
+/// Whether `n` is 1, 10, 100, …
+fn is_power_of_ten(mut n: u64) -> bool {
+    while n >= 10 && n.is_multiple_of(10) {
+        n /= 10;
+    }
+    n == 1
 }

@@ -3,12 +3,19 @@
 use argon2::password_hash::{rand_core::OsRng, PasswordHash, SaltString};
 use argon2::{Algorithm, Argon2, Params, PasswordHasher as _, PasswordVerifier as _, Version};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// How long a sign-in waits for a turn to have its password checked before it is refused.
+const TURN_WAIT: Duration = Duration::from_secs(2);
 
 /// Hashes and verifies passwords. Cheap to clone; the work runs on the blocking pool so a
-/// burst of logins never stalls the async runtime.
+/// burst of logins never stalls the async runtime, and at most twice as many checks run at
+/// once as there are cores (each holds 19 MiB), so a flood of guesses costs bounded memory.
 #[derive(Clone)]
 pub struct PasswordHasher {
     argon2: Arc<Argon2<'static>>,
+    turns: Arc<Semaphore>,
     /// Verified against when the user does not exist, so that an unknown username costs the
     /// same time as a wrong password and the answer reveals nothing.
     decoy_hash: Arc<str>,
@@ -22,8 +29,10 @@ impl PasswordHasher {
         let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
         let decoy_hash = hash_with(&argon2, "decoy password that matches nothing")
             .expect("hashing a static password succeeds");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Self {
             argon2: Arc::new(argon2),
+            turns: Arc::new(Semaphore::new(2 * cores)),
             decoy_hash: decoy_hash.into(),
         }
     }
@@ -38,8 +47,12 @@ impl PasswordHasher {
     }
 
     /// Whether the password matches the stored hash; with `None` it checks a decoy and
-    /// answers `false` after the same amount of work.
-    pub async fn verify(&self, password: String, stored: Option<String>) -> bool {
+    /// answers `false` after the same amount of work. `Busy` when no turn came free in time.
+    pub async fn verify(&self, password: String, stored: Option<String>) -> Result<bool, Busy> {
+        let _turn = tokio::time::timeout(TURN_WAIT, self.turns.acquire())
+            .await
+            .map_err(|_| Busy)?
+            .map_err(|_| Busy)?;
         let argon2 = self.argon2.clone();
         let exists = stored.is_some();
         let stored = stored.unwrap_or_else(|| self.decoy_hash.to_string());
@@ -50,9 +63,14 @@ impl PasswordHasher {
         })
         .await
         .unwrap_or(false);
-        exists && matches
+        Ok(exists && matches)
     }
 }
+
+/// Every turn to check a password is taken, and none came free in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("too many passwords are being checked at once")]
+pub struct Busy;
 
 impl Default for PasswordHasher {
     fn default() -> Self {
@@ -79,18 +97,31 @@ mod tests {
             hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
             "{hash}"
         );
-        assert!(
-            hasher
-                .verify("correct horse".into(), Some(hash.clone()))
-                .await
-        );
-        assert!(!hasher.verify("wrong horse".into(), Some(hash)).await);
+        assert!(hasher
+            .verify("correct horse".into(), Some(hash.clone()))
+            .await
+            .unwrap());
+        assert!(!hasher
+            .verify("wrong horse".into(), Some(hash))
+            .await
+            .unwrap());
     }
 
     #[tokio::test]
     async fn an_unknown_user_never_verifies_not_even_with_the_decoy_password() {
         let hasher = PasswordHasher::new();
         let decoy = "decoy password that matches nothing".to_string();
-        assert!(!hasher.verify(decoy, None).await);
+        assert!(!hasher.verify(decoy, None).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_check_waits_for_a_turn_and_is_refused_when_none_comes_free() {
+        let hasher = PasswordHasher::new();
+        let all = hasher.turns.available_permits() as u32;
+        let taken = hasher.turns.clone().acquire_many_owned(all).await.unwrap();
+        let refused = hasher.verify("guess".into(), None).await;
+        assert_eq!(refused, Err(Busy));
+        drop(taken);
+        assert_eq!(hasher.verify("guess".into(), None).await, Ok(false));
     }
 }

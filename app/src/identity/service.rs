@@ -16,12 +16,25 @@ use crate::store_error::StoreError;
 
 mod people;
 
+impl From<super::password::Busy> for IdentityError {
+    fn from(_: super::password::Busy) -> Self {
+        IdentityError::Busy
+    }
+}
+
 /// What can go wrong in identity operations, as the adapters need to tell callers.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
-    /// Too many failed sign-ins for this username or from this address.
+    /// Too many failed sign-ins for this username from this address, or from this address.
+    /// `refused` counts the attempts refused in this window so far, this one included.
     #[error("too many failed sign-ins; try again in {retry_after_seconds} s")]
-    Throttled { retry_after_seconds: u64 },
+    Throttled {
+        retry_after_seconds: u64,
+        refused: u64,
+    },
+    /// Too many passwords are being checked at once; nothing was checked.
+    #[error("too many sign-ins at once; try again in a moment")]
+    Busy,
     /// Unknown user or wrong password: deliberately indistinguishable.
     #[error("wrong username or password")]
     InvalidCredentials,
@@ -126,22 +139,18 @@ impl Identity {
         password: &str,
         address: Option<IpAddr>,
     ) -> Result<(UserInfo, SessionToken), IdentityError> {
-        let user_key = format!("user:{username}");
-        let mut keys = vec![user_key.clone()];
-        keys.extend(address.map(|ip| format!("ip:{ip}")));
-        if let Some(wait) = self.throttle.retry_after(&keys, Instant::now()) {
-            let retry_after_seconds = wait.as_secs().max(1);
-            return Err(IdentityError::Throttled {
-                retry_after_seconds,
-            });
-        }
+        // Counted before the password is hashed: a guess pays for its place first.
+        let reservation = self
+            .throttle
+            .attempt(username, address, Instant::now())
+            .map_err(|refusal| IdentityError::Throttled {
+                retry_after_seconds: refusal.retry_after.as_secs().max(1),
+                refused: refusal.refused,
+            })?;
         let result = self.check_credentials(username, password).await;
         match &result {
-            Ok(_) => self.throttle.record_success(&user_key),
-            Err(IdentityError::InvalidCredentials | IdentityError::AccountDisabled) => {
-                self.throttle.record_failure(&keys, Instant::now())
-            }
-            Err(_) => {}
+            Err(IdentityError::InvalidCredentials | IdentityError::AccountDisabled) => {}
+            outcome => self.throttle.refund(reservation, outcome.is_ok()),
         }
         result
     }
@@ -157,7 +166,7 @@ impl Identity {
             Err(_) => None,
         };
         let hash = stored.as_ref().map(|user| user.password_hash.clone());
-        if !self.hasher.verify(password.to_owned(), hash).await {
+        if !self.hasher.verify(password.to_owned(), hash).await? {
             return Err(IdentityError::InvalidCredentials);
         }
         let user = stored

@@ -43,7 +43,7 @@ impl Identity {
         self.check_password(new)?;
         let stored = self.store.user_by_username(&person.username).await?;
         let hash = stored.map(|user| user.password_hash);
-        if !self.hasher.verify(current.to_owned(), hash).await {
+        if !self.hasher.verify(current.to_owned(), hash).await? {
             return Err(IdentityError::WrongCurrentPassword);
         }
         let hash = self.hasher.hash(new.to_owned()).await;
