@@ -4,6 +4,7 @@ import pytest
 
 import idem
 from idem import AsyncIdem, Idem
+from idem.testing import local_server
 
 ARGS = {"order_id": "1234", "amount_cents": 500}
 
@@ -97,3 +98,24 @@ def test_invoke_lets_idem_call_the_executor(server, api_key, tool_name):
         again = client.invoke(tool_name, ARGS, key="inv-1")
         assert again.replayed
     assert server.effects(tool_name) == 1
+
+
+def test_a_key_over_its_rate_limit_is_rate_limited_with_the_delay(tool_name):
+    limits = {"IDEM_RATE_LIMIT_PER_SECOND": "1", "IDEM_RATE_LIMIT_BURST": "1"}
+    with local_server(env=limits) as limited:
+        calls = []
+        with Idem(limited.base_url, limited.new_key()) as client:
+            client.claim(tool_name, {"n": 1}, key="first")
+            with pytest.raises(idem.RateLimited) as refused:
+                client.claim(tool_name, {"n": 2}, key="second")
+            assert refused.value.code == "too_many_requests"
+            assert refused.value.retry_after is not None and refused.value.retry_after >= 1
+
+            @client.guard(tool_name)
+            def act(n: int) -> int:
+                calls.append(n)
+                return n
+
+            with client.run("run-limited"), pytest.raises(idem.RateLimited):
+                act(3)
+        assert calls == [], "a rate-limited guard does not act"

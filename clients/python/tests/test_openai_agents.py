@@ -40,10 +40,11 @@ class ScriptedModel(Model):
         raise NotImplementedError
 
 
-def refund_agent(client, server, tool, args, seen, calls, **guard):
+def refund_agent(client, server, tool, args, seen, calls, recorded=True, **guard):
     def refund(order_id: str, amount_cents: int) -> dict:
         calls.append(order_id)
-        assert idem.provider_key() is not None  # the operation reaches the tool
+        # The operation reaches the tool (none when idem is down and the guard fails open).
+        assert (idem.provider_key() is not None) == recorded
         return server.act(tool, {"order_id": order_id, "cents": amount_cents})
 
     refund.__name__ = tool
@@ -111,3 +112,17 @@ async def test_a_rejection_reaches_the_model_with_the_reason(server, api_key, to
         with client.run("oa-reject"):
             await Runner.run(agent, state)
     assert calls == [] and "over the refund limit" in seen[-1] and "local-admin" in seen[-1]
+
+
+async def test_fail_open_runs_the_tool_when_idem_is_down_and_fail_closed_does_not(server, tool_name):
+    for policy, expected in (("fail_open", ["o-1"]), ("fail_closed", [])):
+        seen, calls = [], []
+        async with AsyncIdem("http://127.0.0.1:9", "k", timeout=1, on_unavailable=policy) as down:
+            agent = refund_agent(down, server, tool_name, ARGS, seen, calls, recorded=False)
+            with down.run("oa-run-down"):
+                if expected:
+                    await Runner.run(agent, "refund order o-1")
+                else:
+                    with pytest.raises(Exception):
+                        await Runner.run(agent, "refund order o-1")
+        assert calls == expected, policy

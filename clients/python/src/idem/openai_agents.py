@@ -22,7 +22,7 @@ from agents import FunctionTool, function_tool
 
 from . import errors
 from .client import AsyncIdem, Idem
-from .guard import GuardResult, GuardSpec, _async_claim, async_call_guarded
+from .guard import GuardResult, GuardSpec, _async_claim, async_call_guarded, log
 from .models import Claim
 
 __all__ = ["idem_function_tool"]
@@ -57,9 +57,20 @@ def idem_function_tool(
     claims: dict[str, Claim] = {}
     policy: dict[str, bool] = {}
 
+    def fails_open(unavailable: errors.IdemUnavailable) -> bool:
+        """Under `fail_open`, idem being down lets the call go on (the guard then runs it
+        unrecorded and logs it); under `fail_closed`, the error stands."""
+        if async_client.on_unavailable != "fail_open":
+            raise unavailable
+        log.error("idem is unavailable: cannot ask whether %s needs approval (fail_open)", spec.tool)
+        return False
+
     async def asks_a_person() -> bool:
         if "asks" not in policy:
-            found = await async_client.get_tool(spec.tool)
+            try:
+                found = await async_client.get_tool(spec.tool)
+            except errors.IdemUnavailable as unavailable:
+                return fails_open(unavailable)
             policy["asks"] = found.get("effect") == "irreversible" or found.get("approval") == "always"
         return policy["asks"]
 
@@ -72,6 +83,8 @@ def idem_function_tool(
             )
         except errors.AwaitingApproval:
             return True
+        except errors.IdemUnavailable as unavailable:
+            return fails_open(unavailable)
         return False
 
     async def on_invoke_tool(ctx: Any, input_json: str) -> Any:

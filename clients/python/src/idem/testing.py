@@ -17,7 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import httpx
 
@@ -31,9 +31,12 @@ def default_binary() -> str:
     return os.environ.get("IDEM_BIN") or "target/release/idem"
 
 
-def _start(args: list[str], log: Path) -> tuple["subprocess.Popen[bytes]", str]:
+def _start(
+    args: list[str], log: Path, env: Optional[Mapping[str, str]] = None
+) -> tuple["subprocess.Popen[bytes]", str]:
     handle = log.open("w")
-    process = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT)
+    environment = {**os.environ, **env} if env else None
+    process = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, env=environment)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         found = _ADDRESS.search(log.read_text())
@@ -98,8 +101,11 @@ class LocalServer:
 
 
 @contextlib.contextmanager
-def local_server(binary: Optional[str] = None) -> Iterator[LocalServer]:
-    """Starts idem and the sandbox provider; stops both on exit."""
+def local_server(
+    binary: Optional[str] = None, env: Optional[Mapping[str, str]] = None
+) -> Iterator[LocalServer]:
+    """Starts idem (with `env` added to its environment, e.g. `IDEM_*` settings) and the
+    sandbox provider; stops both on exit."""
     binary = binary or default_binary()
     with tempfile.TemporaryDirectory(prefix="idem-local-") as tmp:
         work = Path(tmp)
@@ -112,6 +118,7 @@ def local_server(binary: Optional[str] = None) -> Iterator[LocalServer]:
         idem, base_url = _start(
             [binary, "serve", "--bind", "127.0.0.1:0", "--database-url", database],
             work / "idem.log",
+            env,
         )
         sandbox, sandbox_url = _start(
             [binary, "sandbox-provider", "--bind", "127.0.0.1:0"], work / "sandbox.log"
