@@ -10,7 +10,7 @@ on_both_databases!(
     a_forged_cross_site_request_with_a_session_cookie_changes_nothing,
     every_answer_carries_the_security_headers,
     pages_run_only_their_own_script_and_json_answers_load_nothing,
-    five_failed_sign_ins_lock_the_name_and_the_address_with_429,
+    five_failed_sign_ins_lock_the_name_from_that_address_with_429,
     a_bearer_header_beside_a_session_cookie_does_not_exempt_a_cross_site_request,
     answers_that_carry_a_new_secret_are_never_stored,
     an_https_server_tells_browsers_to_stay_on_https,
@@ -229,7 +229,7 @@ async fn pages_run_only_their_own_script_and_json_answers_load_nothing(db: Db) {
     }
 }
 
-async fn five_failed_sign_ins_lock_the_name_and_the_address_with_429(db: Db) {
+async fn five_failed_sign_ins_lock_the_name_from_that_address_with_429(db: Db) {
     let app = TestApp::spawn(db).await;
     app.create_person("ada", Role::Approver, "ada's real password")
         .await;
@@ -247,11 +247,10 @@ async fn five_failed_sign_ins_lock_the_name_and_the_address_with_429(db: Db) {
         .unwrap();
     assert!((1..=900).contains(&retry_after), "{retry_after}");
     assert_error(locked, 429, "too_many_requests").await;
-    // The guesses all came from one address, which is locked out for every name.
-    assert_error(
-        client.login("bob", "bob's real password").await,
-        429,
-        "too_many_requests",
-    )
-    .await;
+    // The address has a larger budget of its own: one person's lockout leaves the others
+    // there alone (#28 §4).
+    assert_eq!(
+        client.login("bob", "bob's real password").await.status(),
+        200
+    );
 }
