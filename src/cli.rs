@@ -54,12 +54,15 @@ enum Command {
     /// Manage idem's tool registry.
     #[command(subcommand)]
     Tools(ToolsCommand),
-    /// Run the sandbox MCP server on stdio: tools of every effect class that append each
-    /// effect to a file, for tests and demos.
+    /// Run the sandbox MCP server on stdio (or streamable HTTP): tools of every effect class
+    /// that append each effect to a file, for tests and demos.
     SandboxMcp {
         /// Where each effect is appended as one line `tool arguments`.
         #[arg(long)]
         effects_file: std::path::PathBuf,
+        /// Serve over streamable HTTP on this address (endpoint `/mcp`) instead of stdio.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
     },
     /// Measure idem over HTTP against its floors (the store alone, a bare axum endpoint) on
     /// SQLite and PostgreSQL, in one run on loopback; writes latest.md and latest.json.
@@ -158,8 +161,11 @@ async fn execute(command: Command) -> anyhow::Result<()> {
             telemetry::init(false);
             tools(command).await?;
         }
-        Command::SandboxMcp { effects_file } => {
-            crate::mcp::sandbox::SandboxMcp::run_stdio(effects_file).await?;
+        Command::SandboxMcp {
+            effects_file,
+            listen,
+        } => {
+            crate::mcp::sandbox::SandboxMcp::run(effects_file, listen).await?;
         }
         Command::Bench(args) => crate::bench::run(args).await?,
     }

@@ -10,6 +10,7 @@
 pub mod answers;
 pub mod call_keys;
 pub mod gate;
+pub mod http;
 pub mod import;
 pub mod ledger_client;
 pub mod proxy;
@@ -35,6 +36,10 @@ pub struct ProxyArgs {
     /// An agent's API key (`idem keys create`); the calls live in its namespace.
     #[arg(long, env = "IDEM_API_KEY", hide_env_values = true)]
     pub api_key: String,
+    /// Serve MCP to the host over streamable HTTP on this address (its endpoint is `/mcp`),
+    /// instead of on stdio; for hosts on this machine (loopback `Host` names only).
+    #[arg(long)]
+    pub listen: Option<std::net::SocketAddr>,
     /// The upstream as a streamable-HTTP MCP endpoint (instead of `-- COMMAND`).
     #[arg(long)]
     pub upstream_url: Option<String>,
@@ -52,7 +57,8 @@ pub struct ProxyArgs {
     pub command: Vec<String>,
 }
 
-/// Runs the proxy on stdio until the host closes it.
+/// Runs the proxy on stdio until the host closes it, or over streamable HTTP (`--listen`)
+/// until the process is told to stop.
 pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let upstream = Upstream::from_args(args.upstream_url.clone(), args.command.clone())?;
     let client = upstream.connect().await?;
@@ -64,12 +70,21 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
         upstream_timeout: Duration::from_secs(args.upstream_timeout),
     };
     let gate = Arc::new(Gate::new(ledger, options));
-    let proxy = McpProxy::new(client.peer().clone(), gate);
-    let downstream = proxy
-        .serve(rmcp::transport::stdio())
-        .await
-        .context("the MCP handshake with the host")?;
-    downstream.waiting().await?;
+    if let Some(listen) = args.listen {
+        let upstream = client.peer().clone();
+        // Each HTTP session of the host is a proxy session of its own (its own run).
+        http::serve(listen, "idem mcp-proxy", move || {
+            McpProxy::new(upstream.clone(), gate.clone())
+        })
+        .await?;
+    } else {
+        let proxy = McpProxy::new(client.peer().clone(), gate);
+        let downstream = proxy
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the MCP handshake with the host")?;
+        downstream.waiting().await?;
+    }
     client.cancel().await?;
     Ok(())
 }

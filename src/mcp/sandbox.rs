@@ -64,8 +64,14 @@ pub struct SandboxMcp {
 }
 
 impl SandboxMcp {
-    /// Serves on stdio until the client leaves.
-    pub async fn run_stdio(effects: PathBuf) -> anyhow::Result<()> {
+    /// Serves on stdio until the client leaves, or over streamable HTTP on `listen`.
+    pub async fn run(effects: PathBuf, listen: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
+        if let Some(listen) = listen {
+            return super::http::serve(listen, "idem sandbox-mcp", move || Self {
+                effects: effects.clone(),
+            })
+            .await;
+        }
         let server = Self { effects }.serve(rmcp::transport::stdio()).await?;
         server.waiting().await?;
         Ok(())

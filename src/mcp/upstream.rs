@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context};
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 
 /// Where the upstream MCP server is.
@@ -38,7 +38,10 @@ impl Upstream {
                     .await
                     .context("the MCP handshake with the upstream")
             }
-            Self::Url(url) => bail!("streamable-HTTP upstreams ({url}) are not supported yet"),
+            Self::Url(url) => ()
+                .serve(StreamableHttpClientTransport::from_uri(url.as_str()))
+                .await
+                .with_context(|| format!("the MCP handshake with the upstream {url}")),
         }
     }
 }

@@ -168,9 +168,15 @@ async fn the_same_call_twice_acts_once_and_says_so(db: Db) {
     );
 
     let args = json!({ "to": "ann@example.com", "body": "your refund" });
-    let first = call(&host, "send_email", args.clone(), None).await;
+    acts_once_and_says_so(&setup, &host, args).await;
+}
+
+/// Calls `send_email` twice with `args`: one effect, and the second answer is the note and
+/// the stored result.
+async fn acts_once_and_says_so(setup: &Setup, host: &Host, args: Value) {
+    let first = call(host, "send_email", args.clone(), None).await;
     assert_eq!(first.is_error, Some(false), "{first:?}");
-    let again = call(&host, "send_email", args, None).await;
+    let again = call(host, "send_email", args, None).await;
 
     assert_eq!(setup.effects_of("send_email"), 1);
     let said = text(&again);
@@ -423,5 +429,112 @@ async fn import_registers_new_tools(db: Db) {
             (true, effect.to_owned()),
             "{tool}"
         );
+    }
+}
+
+mod over_http {
+    //! The same proxy with streamable HTTP on both sides: the sandbox upstream served with
+    //! `--listen`, the proxy reaching it with `--upstream-url` and serving the host with
+    //! `--listen`, and rmcp's streamable-HTTP client as the host.
+
+    use super::*;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    use tokio::process::Child;
+
+    on_both_databases!(
+        an_http_host_through_an_http_proxy_acts_once_and_is_told,
+        meta_keys_make_two_http_proxies_act_once,
+    );
+
+    /// A child process serving MCP over HTTP, killed when dropped, and its endpoint.
+    struct Served {
+        _child: Child,
+        url: String,
+    }
+
+    /// Starts `idem <args>` and waits for it to say where it serves MCP.
+    async fn serve(args: Vec<String>) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(&args)
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(url) = line.split("serving MCP on ").nth(1) {
+                    return url.trim().to_owned();
+                }
+            }
+            panic!("idem {args:?} ended without serving");
+        });
+        let url = waited.await.expect("it says where it serves");
+        // Keep reading so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Served { _child: child, url }
+    }
+
+    impl Setup {
+        async fn http_upstream(&self) -> Served {
+            let mut args = self.sandbox_command();
+            args.remove(0);
+            args.extend(["--listen".into(), "127.0.0.1:0".into()]);
+            serve(args).await
+        }
+
+        async fn http_proxy(&self, upstream: &Served) -> Served {
+            let args = [
+                "mcp-proxy",
+                "--idem-url",
+                &self.app.address,
+                "--api-key",
+                &self.key,
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream-url",
+                &upstream.url,
+            ];
+            serve(args.iter().map(|arg| arg.to_string()).collect()).await
+        }
+    }
+
+    async fn host_of(proxy: &Served) -> Host {
+        let transport = StreamableHttpClientTransport::from_uri(proxy.url.as_str());
+        ().serve(transport)
+            .await
+            .expect("the proxy speaks MCP over HTTP")
+    }
+
+    async fn an_http_host_through_an_http_proxy_acts_once_and_is_told(db: Db) {
+        let setup = Setup::new(db).await;
+        let upstream = setup.http_upstream().await;
+        let proxy = setup.http_proxy(&upstream).await;
+        let host = host_of(&proxy).await;
+        let tools = host.peer().list_all_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "send_email"));
+
+        let args = json!({ "to": "ann@example.com", "body": "over http" });
+        acts_once_and_says_so(&setup, &host, args).await;
+    }
+
+    async fn meta_keys_make_two_http_proxies_act_once(db: Db) {
+        let setup = Setup::new(db).await;
+        let upstream = setup.http_upstream().await;
+        let (one, two) = (
+            setup.http_proxy(&upstream).await,
+            setup.http_proxy(&upstream).await,
+        );
+        let (one, two) = (host_of(&one).await, host_of(&two).await);
+        let args = json!({ "to": "cy@example.com" });
+        let step = json!({ "idem/run_id": "run-h", "idem/step": 2 });
+        call(&one, "send_email", args.clone(), Some(step.clone())).await;
+        let second = call(&two, "send_email", args, Some(step)).await;
+        assert!(
+            text(&second).starts_with("already completed at step 2"),
+            "{second:?}"
+        );
+        assert_eq!(setup.effects_of("send_email"), 1);
     }
 }
