@@ -149,3 +149,35 @@ def test_a_task_rerun_after_a_crash_replays_its_guarded_side_effect(server, api_
             resumed = workflow.invoke(None, config)
     assert calls == ["o-1"] and server.effects(tool_name) == 1
     assert resumed["id"].startswith("eff_")
+
+
+def test_a_task_run_again_on_its_thread_acts_once(server, api_key, tool_name):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.func import entrypoint, task
+
+    from idem.langgraph import idem_task
+
+    calls = []
+    with Idem(server.base_url, api_key) as client:
+        @idem_task(client, tool_name)
+        def refund(order_id: str, cents: int) -> dict:
+            calls.append(order_id)
+            return server.act(tool_name, {"order_id": order_id, "cents": cents})
+
+        @task
+        def unguarded(order_id: str) -> str:
+            calls.append("unguarded " + order_id)
+            return order_id
+
+        @entrypoint(checkpointer=InMemorySaver())
+        def workflow(order_id: str) -> dict:
+            unguarded(order_id).result()
+            return refund(order_id, 500).result()
+
+        config = {"configurable": {"thread_id": "thread-" + tool_name}}
+        first = workflow.invoke("o-1", config)
+        again = workflow.invoke("o-1", config)  # a retry of the whole workflow on its thread
+    # LangGraph runs both tasks again; only the guarded one's side effect is kept to once.
+    assert calls == ["unguarded o-1", "o-1", "unguarded o-1"], calls
+    assert server.effects(tool_name) == 1
+    assert again == first

@@ -8,7 +8,19 @@ A replayed call is not executed: the model reads the replay note and the stored 
 middleware never raises a graph interrupt (the tool node would run again on resume): a call
 idem holds for approval answers the model that it waits for a person, with the dashboard link,
 and the harness runs the graph again once the person decided; a rejection answers with who
-and why. Inside a `@task`, guard the side effect itself with `idem.guard`.
+and why.
+
+For LangGraph's functional API, `idem_task` is `@task` with the task's side effect guarded:
+
+    @idem_task(idem)
+    def refund(order_id: str, cents: int) -> dict: ...
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def workflow(order_id: str) -> dict:
+        return refund(order_id, 500).result()
+
+A workflow run again on its thread (a retry, a resume from an older checkpoint) finds the same
+operation for the same task and arguments, whatever order its tasks ran in.
 """
 
 from __future__ import annotations
@@ -20,9 +32,10 @@ from langchain_core.messages import ToolMessage
 
 from . import errors
 from .client import AsyncIdem, Idem
+from .canonical import fingerprint
 from .guard import GuardResult, GuardSpec, async_call_guarded, call_guarded
 
-__all__ = ["IdemMiddleware"]
+__all__ = ["IdemMiddleware", "idem_task"]
 
 
 def _content(value: Any) -> Any:
@@ -91,3 +104,44 @@ class IdemMiddleware(AgentMiddleware):
         except (errors.AwaitingApproval, errors.Rejected) as held:
             return self._held(call, held)
         return self._answer(call, outcome)
+
+
+def idem_task(
+    client: Union[Idem, AsyncIdem],
+    tool: Optional[str] = None,
+    *,
+    key: Optional[Callable[..., str]] = None,
+    **guard_options: Any,
+) -> Callable[[Callable[..., Any]], Any]:
+    """`@task` (LangGraph's functional API) whose call goes through idem as the tool `tool`
+    (default: the function's name); `guard_options` are those of `idem.guard`.
+
+    The key: `key(**arguments)` if given (a business identity), else the workflow's thread
+    (`thread_id`), the tool and the arguments' fingerprint, so no `idem.run` is needed and
+    parallel tasks cannot swap keys. Two calls of one task with the same arguments on one
+    thread are then one action.
+    """
+    from langgraph.func import task
+
+    def decorate(fn: Callable[..., Any]) -> Any:
+        name = tool or fn.__name__
+        guarded = client.guard(name, key=key or _thread_key(name), **guard_options)(fn)
+        return task(guarded)
+
+    return decorate
+
+
+def _thread_key(tool: str) -> Callable[..., str]:
+    def key(**arguments: Any) -> str:
+        from langgraph.config import get_config
+
+        thread = str(get_config().get("configurable", {}).get("thread_id") or "")
+        if not thread:
+            raise ValueError("an idem task needs the workflow's thread_id in its config")
+        digest = fingerprint(tool, arguments)
+        # A key is at most 255 printable characters: a long or unprintable thread id is hashed.
+        if len(thread) > 100 or not thread.isascii() or not thread.isprintable():
+            thread = fingerprint("thread", thread)[:32]
+        return f"task:{thread}:{tool}:{digest}"
+
+    return key
