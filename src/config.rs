@@ -72,6 +72,30 @@ pub struct ServeConfig {
         default_value = "1000,5000,30000,120000"
     )]
     pub approval_webhook_retry_ms: Vec<u64>,
+    /// POST an alert here as JSON when a condition starts and when it clears: stuck unknowns,
+    /// a request for approval waiting too long, reconciliation failing for a tool.
+    #[arg(long, env = "IDEM_ALERT_WEBHOOK_URL")]
+    pub alert_webhook_url: Option<String>,
+
+    /// How often the alert conditions are looked at, in milliseconds.
+    #[arg(long, env = "IDEM_ALERT_INTERVAL_MS", default_value_t = 30_000,
+        value_parser = clap::value_parser!(u64).range(10..))]
+    pub alert_interval_ms: u64,
+
+    /// Stuck unknowns (unknown longer than 15 minutes) tolerated before `stuck_unknowns` fires.
+    #[arg(long, env = "IDEM_ALERT_STUCK_UNKNOWNS", default_value_t = 0)]
+    pub alert_stuck_unknowns: u64,
+
+    /// A request for approval older than this many minutes fires `approval_waiting`.
+    #[arg(long, env = "IDEM_ALERT_APPROVAL_WAIT_MINUTES", default_value_t = 60)]
+    pub alert_approval_wait_minutes: u32,
+
+    /// An unknown operation whose reconciliation was tried this many times fires
+    /// `reconciliation_failing` for its tool.
+    #[arg(long, env = "IDEM_ALERT_RECONCILE_ATTEMPTS", default_value_t = 3,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub alert_reconcile_attempts: u32,
+
     /// A session unused for this many minutes is over; every session also ends 12 hours
     /// after sign-in.
     #[arg(
@@ -154,6 +178,11 @@ impl ServeConfig {
             reconcile_interval_ms: 200,
             approval_webhook_url: None,
             approval_webhook_retry_ms: vec![20, 20, 20, 20],
+            alert_webhook_url: None,
+            alert_interval_ms: 100,
+            alert_stuck_unknowns: 0,
+            alert_approval_wait_minutes: 60,
+            alert_reconcile_attempts: 3,
             session_idle: Duration::from_secs(30 * 60),
             rate_limit_per_second: 1000,
             rate_limit_burst: 2000,

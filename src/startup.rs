@@ -37,8 +37,8 @@ use crate::http::rate_limit::KeyRateLimit;
 use crate::provider::HttpProvider;
 use crate::storage::Database;
 use crate::workers::{
-    spawn_supervised, ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler, Retention,
-    WebhookQueue, WorkerHealth,
+    spawn_supervised, AlertWatch, ApprovalWebhook, LeaseReaper, MetricsRollup, Reconciler,
+    Retention, Thresholds, Webhook, WebhookQueue, WorkerHealth,
 };
 
 /// What every handler and server function can reach. Handlers get it by value, so a clone
@@ -94,6 +94,7 @@ pub struct Application {
     /// How long operations are kept past their expiry; `None` keeps them forever.
     retention: Option<chrono::TimeDelta>,
     approval_webhook: Option<ApprovalWebhook>,
+    alert_watch: Option<AlertWatch>,
     demo: Option<Demo>,
 }
 
@@ -163,6 +164,7 @@ impl Application {
             ),
             leptos_options: leptos_options(&config, site_addr),
         }));
+        let alert_watch = alert_watch(&config, &state.ledger)?;
         let router = router(state.clone(), &config);
         let demo = if config.demo {
             Some(Demo::prepare(&state, &config, site_addr).await?)
@@ -181,6 +183,7 @@ impl Application {
             retention: (config.retention_days > 0)
                 .then(|| chrono::TimeDelta::days(config.retention_days.min(36_500) as i64)),
             approval_webhook,
+            alert_watch,
             demo,
         })
     }
@@ -227,6 +230,11 @@ impl Application {
         let reconciler = spawn_supervised("reconciler", health, &stop, move |stop| {
             reconciler.clone().run(stop)
         });
+        let alerts = self.alert_watch.map(|watch| {
+            spawn_supervised("alert_watch", health, &stop, move |stop| {
+                watch.clone().run(stop)
+            })
+        });
         let retention = self.retention.map(|keep| {
             let worker = Retention::new(self.state.database.clone(), keep, RETENTION_INTERVAL);
             spawn_supervised("retention", health, &stop, move |stop| {
@@ -262,6 +270,9 @@ impl Application {
         if let Some(webhook) = webhook {
             let _ = webhook.await;
         }
+        if let Some(alerts) = alerts {
+            let _ = alerts.await;
+        }
         if let Some(demo) = demo {
             demo.join().await;
         }
@@ -281,6 +292,48 @@ fn outbound_client() -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
+/// The alert watcher, if `IDEM_ALERT_WEBHOOK_URL` is set.
+fn alert_watch(config: &ServeConfig, ledger: &Ledger) -> anyhow::Result<Option<AlertWatch>> {
+    let Some(url) = config.alert_webhook_url.as_deref() else {
+        return Ok(None);
+    };
+    let url = webhook_url(url, "IDEM_ALERT_WEBHOOK_URL")?;
+    let webhook = Webhook::new(
+        outbound_client()?,
+        url,
+        retry_delays(&config.approval_webhook_retry_ms),
+        "alert webhook",
+    );
+    let thresholds = Thresholds {
+        stuck_after: app::ledger::metrics::STUCK_AFTER,
+        stuck_unknowns: config.alert_stuck_unknowns,
+        approval_wait: chrono::TimeDelta::minutes(config.alert_approval_wait_minutes.into()),
+        reconcile_attempts: config.alert_reconcile_attempts,
+    };
+    Ok(Some(AlertWatch::new(
+        ledger.clone(),
+        webhook,
+        thresholds,
+        Duration::from_millis(config.alert_interval_ms),
+        config.public_url.as_deref(),
+    )))
+}
+
+/// A webhook's URL from the setting `name`: http or https only.
+fn webhook_url(url: &str, name: &str) -> anyhow::Result<reqwest::Url> {
+    reqwest::Url::parse(url)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https"))
+        .ok_or_else(|| anyhow::anyhow!("{name} must be an http(s) URL"))
+}
+
+fn retry_delays(milliseconds: &[u64]) -> Vec<Duration> {
+    milliseconds
+        .iter()
+        .map(|ms| Duration::from_millis(*ms))
+        .collect()
+}
+
 /// The approval webhook's worker and the queue the ledger feeds, if a URL is configured.
 fn approval_webhook(
     config: &ServeConfig,
@@ -288,16 +341,9 @@ fn approval_webhook(
     let Some(url) = config.approval_webhook_url.as_deref() else {
         return Ok(None);
     };
-    let url = reqwest::Url::parse(url)
-        .ok()
-        .filter(|url| matches!(url.scheme(), "http" | "https"))
-        .ok_or_else(|| anyhow::anyhow!("IDEM_APPROVAL_WEBHOOK_URL must be an http(s) URL"))?;
+    let url = webhook_url(url, "IDEM_APPROVAL_WEBHOOK_URL")?;
     let client = outbound_client()?;
-    let delays = config
-        .approval_webhook_retry_ms
-        .iter()
-        .map(|ms| Duration::from_millis(*ms))
-        .collect();
+    let delays = retry_delays(&config.approval_webhook_retry_ms);
     Ok(Some(ApprovalWebhook::new(
         client,
         url,

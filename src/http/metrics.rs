@@ -103,7 +103,7 @@ pub(crate) async fn metrics(
 /// This process's counters and histograms in the Prometheus text format (version 0.0.4):
 /// claims by outcome, replays, in-flight rejections, mismatches, operations marked
 /// `unknown`, reconciliations by result, manual interventions by kind, claim and
-/// reconciliation latency. Open to any caller, like `/healthz`: it carries no namespace,
+/// reconciliation latency; and the ledger's gauges of what waits now. Open to any caller, like `/healthz`: it carries no namespace,
 /// key or argument, only process-wide counts.
 #[utoipa::path(
     get,
@@ -117,9 +117,42 @@ pub(crate) async fn metrics(
 )]
 pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
     let content_type = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
-    (
-        [(header::CONTENT_TYPE, content_type)],
-        state.ledger.telemetry().render(),
-    )
-        .into_response()
+    let mut text = state.ledger.telemetry().render();
+    text.push_str(&ledger_gauges(&state).await);
+    ([(header::CONTENT_TYPE, content_type)], text).into_response()
+}
+
+/// What waits in the whole ledger now (the same for every process on one database), as
+/// gauges: the conditions people are alerted on. Left out when the database cannot tell.
+async fn ledger_gauges(state: &AppState) -> String {
+    let report = match state.metrics.read(None, Some("5m")).await {
+        Ok(report) => report,
+        Err(error) => {
+            tracing::warn!(%error, "the ledger's gauges are left out of /metrics");
+            return String::new();
+        }
+    };
+    let gauges = [
+        (
+            "idem_unknown_operations",
+            "Operations unknown now, in the whole ledger",
+            report.unknown_now,
+        ),
+        (
+            "idem_stuck_unknown_operations",
+            "Operations unknown for longer than 15 minutes, in the whole ledger",
+            report.stuck_unknown,
+        ),
+        (
+            "idem_awaiting_approval_operations",
+            "Operations waiting for a person's approval, in the whole ledger",
+            report.awaiting_approval,
+        ),
+    ];
+    gauges
+        .iter()
+        .map(|(name, help, value)| {
+            format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n")
+        })
+        .collect()
 }

@@ -4,6 +4,7 @@
 mod helpers;
 mod sandbox_helpers;
 
+mod alerts;
 mod approvals;
 mod audit;
 mod auth;

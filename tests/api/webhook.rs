@@ -105,13 +105,13 @@ async fn the_webhook_url_never_reaches_the_log() {
 
 /// What a little receiver got: each POST's `Idempotency-Key` and body, in arrival order.
 #[derive(Clone, Default)]
-struct Inbox {
+pub(crate) struct Inbox {
     posts: Arc<Mutex<Vec<(String, Value)>>>,
     failures_left: Arc<AtomicUsize>,
 }
 
 impl Inbox {
-    fn posts(&self) -> Vec<(String, Value)> {
+    pub(crate) fn posts(&self) -> Vec<(String, Value)> {
         self.posts.lock().unwrap().clone()
     }
 
@@ -140,7 +140,7 @@ impl Inbox {
 }
 
 /// A receiver on a free port that answers 500 to its first `failures` posts, then 200.
-async fn receiver(failures: usize) -> (String, Inbox) {
+pub(crate) async fn receiver(failures: usize) -> (String, Inbox) {
     async fn receive(
         State(inbox): State<Inbox>,
         headers: HeaderMap,
