@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(CURDIR)/.ci/tools/node_modules/.bin:$(PATH)
 export IDEM_TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run build test tools test-tools check test-rust test-e2e test-python contract fuzz bench bench-peers docs docs-images clean-data
+.PHONY: run build test tools test-tools check test-rust test-e2e test-python test-typescript contract fuzz bench bench-peers docs docs-images clean-data
 
 ## run: build the release and serve the demo on 127.0.0.1:3000 from its own SQLite file
 ## ./idem-demo.db (sandbox provider, tools, demo people and a simulated agent; passwords
@@ -26,7 +26,7 @@ test-tools:
 	./.ci/install-tools test
 
 ## test: formatting, lints, Rust tests on SQLite and PostgreSQL, browser tests
-test: test-tools check test-rust build test-e2e test-python
+test: test-tools check test-rust build test-e2e test-python test-typescript
 
 check:
 	cargo fmt --all -- --check
@@ -50,6 +50,10 @@ test-e2e:
 ## test-python: the Python client (clients/python) against target/release/idem
 test-python:
 	./.ci/test-python
+
+## test-typescript: the TypeScript client (clients/typescript) against target/release/idem
+test-typescript:
+	./.ci/test-typescript
 
 ## contract: schemathesis against a live release server, as an agent and as an admin,
 ## from /v1/openapi.json (not part of `make test`: a few minutes, and it explores at random;
