@@ -7,8 +7,8 @@
 // No dependency on `ai`: a tool is anything with an `execute(input, options)`.
 
 import type { Idem } from "./client.js";
-import { AwaitingApproval, KeyReused, Rejected } from "./errors.js";
 import type { GuardResult } from "./models.js";
+import { toldToTheModel } from "./told.js";
 
 /** The part of an AI SDK tool this adapter uses. */
 export interface ExecutableTool {
@@ -60,17 +60,4 @@ export function withIdem<TOOLS extends Record<string, ExecutableTool>>(
     };
   }
   return guarded as TOOLS;
-}
-
-/** idem's refusals as the model should read them; anything else stays an error. */
-function toldToTheModel(error: unknown): string {
-  if (error instanceof AwaitingApproval) {
-    return (
-      `Nothing was done yet: this call needs a person's approval in idem (${error.dashboardUrl}). ` +
-      "Once it is approved, calling the tool again with the same arguments runs it, once."
-    );
-  }
-  if (error instanceof Rejected) return `Not done, do not retry: ${error.message}`;
-  if (error instanceof KeyReused) return `Not done: ${error.message}`;
-  throw error;
 }

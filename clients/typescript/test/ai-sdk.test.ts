@@ -55,7 +55,7 @@ async function refundTurn(idem: Idem, name: string, input: { orderId: string; ce
 
 describe("withIdem on the AI SDK", () => {
   it("acts once across a retried run, and the model reads the note", async () => {
-    const idem = new Idem({ baseUrl: server.baseUrl, apiKey: server.newKey() });
+    const idem = new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey() });
     const name = uniqueTool();
     const seen: unknown[] = [];
     const calls: string[] = [];
@@ -69,7 +69,7 @@ describe("withIdem on the AI SDK", () => {
   });
 
   it("tells the model a reused key with other arguments was refused", async () => {
-    const idem = new Idem({ baseUrl: server.baseUrl, apiKey: server.newKey() });
+    const idem = new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey() });
     const name = uniqueTool();
     const seen: unknown[] = [];
     const calls: string[] = [];
@@ -80,7 +80,7 @@ describe("withIdem on the AI SDK", () => {
   });
 
   it("holds an irreversible tool for a person, runs it once approved, and passes a rejection on", async () => {
-    const idem = new Idem({ baseUrl: server.baseUrl, apiKey: server.newKey() });
+    const idem = new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey() });
     const name = uniqueTool();
     await server.asAdmin("PUT", `/v1/tools/${name}`, { effect: "irreversible" });
     const seen: unknown[] = [];

@@ -26,13 +26,13 @@ afterAll(async () => {
   await server.stop();
 });
 
-function client(): Idem {
-  return new Idem({ baseUrl: server.baseUrl, apiKey: server.newKey(), inProgressWaitSeconds: 1 });
+async function client(): Promise<Idem> {
+  return new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey(), inProgressWaitSeconds: 1 });
 }
 
 describe("the low-level client", () => {
   it("claims, completes, and replays with the note", async () => {
-    const idem = client();
+    const idem = await client();
     const tool = uniqueTool();
     const claimed = await idem.claim(tool, { order: 1 }, { key: "k-1" });
     expect(claimed.status).toBe(201);
@@ -49,7 +49,7 @@ describe("the low-level client", () => {
   });
 
   it("refuses a reused key, and a duplicate in flight, each with its error", async () => {
-    const idem = client();
+    const idem = await client();
     const tool = uniqueTool();
     await idem.claim(tool, { n: 1 }, { key: "k-2" });
     await expect(idem.claim(tool, { n: 2 }, { key: "k-2" })).rejects.toBeInstanceOf(KeyReused);
@@ -59,7 +59,7 @@ describe("the low-level client", () => {
   });
 
   it("says when a person must approve, and who rejected and why", async () => {
-    const idem = client();
+    const idem = await client();
     const tool = uniqueTool();
     await server.asAdmin("PUT", `/v1/tools/${tool}`, { effect: "irreversible" });
     const waiting = await idem.claim(tool, { to: "DE89" }, { key: "w-1" }).catch((error) => error);
@@ -75,7 +75,7 @@ describe("the low-level client", () => {
 
 describe("the guard", () => {
   it("acts once in a run run twice, and replays the stored result with the note", async () => {
-    const idem = client();
+    const idem = await client();
     const tool = uniqueTool();
     const calls: string[] = [];
     const sendEmail = idem.guard(
@@ -96,7 +96,7 @@ describe("the guard", () => {
   });
 
   it("numbers the steps of a run, so a resumed run reproduces its keys", async () => {
-    const idem = client();
+    const idem = await client();
     const tool = uniqueTool();
     const calls: number[] = [];
     const charge = idem.guard(tool, async (charge: { n: number }) => {
@@ -110,7 +110,7 @@ describe("the guard", () => {
   });
 
   it("stores a permanent failure and throws it again without calling", async () => {
-    const idem = client();
+    const idem = await client();
     const tool = uniqueTool();
     let calls = 0;
     const pay = idem.guard(tool, async (_: { card: string }) => {
@@ -126,7 +126,7 @@ describe("the guard", () => {
   });
 
   it("reports a timeout as unknown and never runs that call again", async () => {
-    const idem = client();
+    const idem = await client();
     const tool = uniqueTool();
     let calls = 0;
     const slow = idem.guard(tool, async (_: { n: number }) => {
@@ -158,7 +158,7 @@ describe("a rate-limited key", () => {
   it("gets RateLimited with the delay, and the guard does not act", async () => {
     const limited = await TestServer.start({ IDEM_RATE_LIMIT_PER_SECOND: "1", IDEM_RATE_LIMIT_BURST: "1" });
     try {
-      const idem = new Idem({ baseUrl: limited.baseUrl, apiKey: limited.newKey() });
+      const idem = new Idem({ baseUrl: limited.baseUrl, apiKey: await limited.newKey() });
       const tool = uniqueTool();
       await idem.claim(tool, { n: 1 }, { key: "first" });
       const refused = await idem.claim(tool, { n: 2 }, { key: "second" }).catch((error) => error);

@@ -15,9 +15,7 @@ export class TestServer {
   private constructor(
     readonly baseUrl: string,
     private readonly process: ChildProcess,
-    private readonly database: string,
     private readonly dir: string,
-    private readonly binary: string,
     private readonly cookie: string,
   ) {}
 
@@ -50,15 +48,14 @@ export class TestServer {
       body: JSON.stringify({ username: ADMIN, password: PASSWORD }),
     });
     const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0]!;
-    return new TestServer(baseUrl, child, database, dir, binary, cookie);
+    return new TestServer(baseUrl, child, dir, cookie);
   }
 
-  /** A fresh API key of a namespace of its own. */
-  newKey(): string {
+  /** A fresh API key of a namespace of its own, made by the admin as the dashboard does. */
+  async newKey(): Promise<string> {
     const namespace = `ts-${Math.random().toString(36).slice(2, 10)}`;
-    return execFileSync(this.binary, ["keys", "create", "--namespace", namespace, "--database-url", this.database])
-      .toString()
-      .trim();
+    const created = (await this.asAdmin("POST", "/v1/keys", { namespace })) as { key: string };
+    return created.key;
   }
 
   /** What a person does in the dashboard, as the admin. */
