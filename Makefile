@@ -89,7 +89,7 @@ BENCH_ARGS ?=
 ## bench: throughput, latency, dashboard and sizes against issue #7's targets (about 20 minutes)
 bench: build
 	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip its PostgreSQL rows !!!" >&2
-	./target/release/idem bench --out bench/results $(BENCH_ARGS)
+	cargo run --release -p idem-bench -- --out bench/results $(BENCH_ARGS)
 
 # The peer comparison (not part of `make test`): Restate, from npm, called with idempotency
 # keys next to idem in one run; the table goes to bench/results/peers.md and peers.json.
@@ -102,7 +102,7 @@ RESTATE_DIR := bench/peers/restate
 # cargo-leptos's (type-erased views) and would rebuild every dependency, twice over.
 bench-peers: build $(RESTATE_DIR)/node_modules/.package-lock.json
 	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip idem's PostgreSQL rows !!!" >&2
-	./target/release/idem bench --peers --restate-dir $(RESTATE_DIR) --out bench/results $(PEERS_ARGS)
+	cargo run --release -p idem-bench -- --peers --restate-dir $(RESTATE_DIR) --out bench/results $(PEERS_ARGS)
 
 # restate-server and the SDK, installed exactly as locked, only when node_modules is missing
 # or older than the lock. Install scripts are skipped: none is needed, one is telemetry.

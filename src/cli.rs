@@ -1,5 +1,5 @@
 //! The command line: `serve`, `migrate`, `keys`, `users`, `tools`, `mcp-proxy`,
-//! `sandbox-provider`, `sandbox-mcp`, `bench`.
+//! `sandbox-provider`, `sandbox-mcp`.
 
 use anyhow::{bail, Context};
 use app::audit::{actions, AuditLog, PersonAction};
@@ -11,7 +11,6 @@ use std::io::BufRead;
 use std::process::ExitCode;
 use uuid::Uuid;
 
-use crate::bench::BenchArgs;
 use crate::config::{DatabaseArgs, ServeConfig};
 use crate::sandbox::Sandbox;
 use crate::startup::Application;
@@ -64,9 +63,6 @@ enum Command {
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
     },
-    /// Measure idem over HTTP against its floors (the store alone, a bare axum endpoint) on
-    /// SQLite and PostgreSQL, in one run on loopback; writes latest.md and latest.json.
-    Bench(BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -167,7 +163,6 @@ async fn execute(command: Command) -> anyhow::Result<()> {
         } => {
             crate::mcp::sandbox::SandboxMcp::run(effects_file, listen).await?;
         }
-        Command::Bench(args) => crate::bench::run(args).await?,
     }
     Ok(())
 }

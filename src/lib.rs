@@ -4,8 +4,6 @@
 //! application on port 0.
 
 #[cfg(feature = "ssr")]
-pub mod bench;
-#[cfg(feature = "ssr")]
 pub mod cli;
 #[cfg(feature = "ssr")]
 pub mod config;

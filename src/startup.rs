@@ -402,7 +402,7 @@ fn without_nagle(listener: TcpListener) -> TapIo<TcpListener, fn(&mut TcpStream)
 /// leptos_server suppresses resource loads through a flag global to the process
 /// (`SuppressResourceLoad`); a resource that another server in the same process first polls
 /// in that moment waits forever (leptos issue #4773: the page hung until the request
-/// timeout). One `idem serve` generates once before it serves; tests and `idem bench` run
+/// timeout). One `idem serve` generates once before it serves; tests and `idem-bench` run
 /// many servers in one process, and the list is the same for all of them.
 fn ui_routes() -> Vec<AxumRouteListing> {
     static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();

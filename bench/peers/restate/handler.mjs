@@ -1,4 +1,4 @@
-// The trivial Restate service that `idem bench --peers` calls through Restate's ingress:
+// The trivial Restate service that `idem-bench --peers` calls through Restate's ingress:
 // one handler that answers at once, so the measurement is Restate's own cost of an
 // idempotent request (journal, idempotency table, invocation round trip), not the work.
 //

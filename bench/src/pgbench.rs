@@ -24,7 +24,7 @@ values ((lpad(to_hex(cast(extract(epoch from clock_timestamp()) * 1000 as bigint
         'pgbench', 'pgbench-' || :k, 'body', 'bench.charge', 'non_idempotent_write',
         'b5f3c0e0a1d94e7c8f2a6b1c3d5e7f90b5f3c0e0a1d94e7c8f2a6b1c3d5e7f90',
         'idem_pgbench-' || :k, '{"amount_cents": 500}', 'pending', 1,
-        md5(cast(:k as text)) || md5(cast(-:k as text)),
+        md5(cast(:k as text)) || md5('lease' || cast(:k as text)),
         now() + interval '30 seconds', now(), now(), now() + interval '1 day', 'agent')
 returning id as op_id \gset
 insert into operation_events (operation_id, at, kind, actor, detail)

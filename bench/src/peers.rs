@@ -1,4 +1,4 @@
-//! `idem bench --peers`: idem next to a peer that offers the same promise, Restate, in ONE
+//! `idem-bench --peers`: idem next to a peer that offers the same promise, Restate, in ONE
 //! run on this machine. Restate (restate-server from npm and a trivial handler) is called
 //! through its ingress with an `idempotency-key`: new keys, then repeated keys of completed
 //! calls. Then idem does its counterparts, new claim + complete and replay, on SQLite and on
@@ -18,12 +18,12 @@ use super::report::RunResult;
 use super::runner::{self, Workload};
 use super::scenario::Scenario;
 use super::BenchArgs;
-use crate::storage::testing::{Backend, TestDatabase};
+use ::idem::storage::testing::{Backend, TestDatabase};
 use ingress::RestateCalls;
 use restate::{RestateFacts, RestatePeer};
 use table::{PeerReport, PeerRow, Step, System};
 
-/// Options of `idem bench` for the peer comparison.
+/// Options of `idem-bench` for the peer comparison.
 #[derive(Debug, Clone, Args)]
 pub struct PeerArgs {
     /// Run only the comparison with Restate (new and repeated idempotency keys, next to idem's

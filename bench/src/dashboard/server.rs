@@ -26,15 +26,14 @@ fn free_port() -> std::io::Result<u16> {
 }
 
 impl ChildServer {
-    /// Starts this executable's `serve` on the database with its defaults (except a free
-    /// port), its output in a log file, and waits until it answers.
-    pub async fn start(database_url: &str) -> anyhow::Result<Self> {
+    /// Starts `idem serve` (the binary `idem_bin`) on the database with its defaults (except
+    /// a free port), its output in a log file, and waits until it answers.
+    pub async fn start(idem_bin: &std::path::Path, database_url: &str) -> anyhow::Result<Self> {
         let port = free_port()?;
         let log = std::env::temp_dir().join(format!("idem-bench-serve-{port}.log"));
         let output =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let executable = std::env::current_exe().context("finding the idem executable")?;
-        let child = Command::new(executable)
+        let child = Command::new(idem_bin)
             .arg("serve")
             .args(["--bind", &format!("127.0.0.1:{port}")])
             .args(["--database-url", database_url])
@@ -43,7 +42,7 @@ impl ChildServer {
             .stderr(output)
             .kill_on_drop(true)
             .spawn()
-            .context("starting idem serve")?;
+            .with_context(|| format!("starting {} serve", idem_bin.display()))?;
         let mut server = Self {
             child,
             base: format!("http://127.0.0.1:{port}"),

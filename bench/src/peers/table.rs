@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 use super::restate::RestateFacts;
-use crate::bench::report::RunResult;
+use crate::report::RunResult;
 
 /// Who answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -15,8 +15,8 @@ use super::runner::{self, Measurement, Workload};
 use super::scenario::{Engine, Scenario};
 use super::sequential::SequentialSqlite;
 use super::BenchArgs;
-use crate::storage::testing::{Backend, TestDatabase};
-use crate::storage::Database;
+use ::idem::storage::testing::{Backend, TestDatabase};
+use ::idem::storage::Database;
 
 /// The axum floor: no database.
 pub async fn http_floor(args: &BenchArgs) -> anyhow::Result<Vec<Row>> {

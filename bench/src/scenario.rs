@@ -1,4 +1,4 @@
-//! What `idem bench` measures: each scenario, the database it runs on, and the floor its
+//! What `idem-bench` measures: each scenario, the database it runs on, and the floor its
 //! throughput is compared with.
 
 use serde::Serialize;

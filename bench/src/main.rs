@@ -1,4 +1,4 @@
-//! `idem bench`: one run on loopback that measures idem over HTTP next to its floors (the
+//! `idem-bench` (`make bench`): one run on loopback that measures idem over HTTP next to its floors (the
 //! store without HTTP, pgbench, and a bare axum endpoint) on SQLite and PostgreSQL, the
 //! dashboard with many operations stored, the server's memory and the bundle's size, checks
 //! issue #7's targets, and writes the tables to `latest.md` and `latest.json`.
@@ -23,17 +23,36 @@ mod throughput;
 mod tests;
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Parser};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::storage::testing::{Backend, TestDatabase};
-use crate::storage::Database;
+use ::idem::storage::testing::{Backend, TestDatabase};
+use ::idem::storage::Database;
 use report::{Report, Resource, Row};
 use scenario::Engine;
 use targets::PeerRates;
 
-/// Options of `idem bench`.
+/// The command line: the options of a run.
+#[derive(Debug, Parser)]
+#[command(
+    name = "idem-bench",
+    version,
+    about = "Measure idem over HTTP against its floors \
+    (the store alone, pgbench, a bare axum endpoint) on SQLite and PostgreSQL, in one run on \
+    loopback; writes latest.md and latest.json"
+)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    run(Cli::parse().args).await
+}
+
+/// Options of a run.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Seconds each scenario runs at each concurrency (1–20).
@@ -70,6 +89,10 @@ pub struct BenchArgs {
         value_parser = clap::value_parser!(u64).range(0..=100_000_000)
     )]
     pub dashboard_operations: u64,
+
+    /// The idem server the dashboard rows start (`make build` leaves it here).
+    #[arg(long, default_value = "target/release/idem")]
+    pub idem_bin: PathBuf,
 
     /// The hydrate bundle's folder, as `cargo leptos build --release` leaves it.
     #[arg(long, default_value = "target/site/pkg")]
@@ -166,16 +189,18 @@ async fn measure_dashboard(args: &BenchArgs, collected: &mut Collected) -> anyho
         return Ok(());
     }
     let sqlite = TestDatabase::create(Backend::Sqlite).await;
-    let measured = dashboard::on_database(Engine::Sqlite, sqlite.url(), operations)
+    let server = &args.idem_bin;
+    let measured = dashboard::on_database(server, Engine::Sqlite, sqlite.url(), operations)
         .await
         .context("the dashboard on SQLite")?;
     collected.add_dashboard(measured);
     drop(sqlite);
     match TestDatabase::postgres_on(&args.postgres_url).await {
         Ok(postgres) => {
-            let measured = dashboard::on_database(Engine::Postgres, postgres.url(), operations)
-                .await
-                .context("the dashboard on PostgreSQL")?;
+            let measured =
+                dashboard::on_database(server, Engine::Postgres, postgres.url(), operations)
+                    .await
+                    .context("the dashboard on PostgreSQL")?;
             collected.add_dashboard(measured);
         }
         Err(error) => collected.skip(format!(

@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::runner::{StepError, Workload};
 use super::scenario::{MixedStep, Scenario};
-use crate::config::ServeConfig;
-use crate::startup::Application;
+use ::idem::config::ServeConfig;
+use ::idem::startup::Application;
 
 /// How many completed keys the replay scenarios cycle through.
 const REPLAY_KEYS: usize = 64;
@@ -189,7 +189,7 @@ impl IdemHttp {
     }
 
     async fn replay(&self, task: usize, seq: u64) -> Result<(), StepError> {
-        let key = crate::bench::replay_key(&self.completed, task, seq)?;
+        let key = crate::replay_key(&self.completed, task, seq)?;
         let (status, body) = self.claim(key).await?;
         expect(status, 200, &body)
     }

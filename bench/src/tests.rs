@@ -13,8 +13,8 @@ use super::runner::run_for;
 use super::scenario::Scenario;
 use super::sequential::SequentialSqlite;
 use super::throughput::migrated_sqlite_file;
-use crate::storage::testing::{Backend, TestDatabase};
-use crate::storage::Database;
+use ::idem::storage::testing::{Backend, TestDatabase};
+use ::idem::storage::Database;
 
 async fn succeeded_operations(url: &str) -> u64 {
     let pool = SqlitePool::connect(url).await.expect("open the database");

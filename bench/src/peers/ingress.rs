@@ -8,7 +8,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::table::Step;
-use crate::bench::runner::{StepError, Workload};
+use crate::runner::{StepError, Workload};
 
 /// How many completed keys the replays cycle through, as idem's replay scenario does.
 const REPLAY_KEYS: usize = 64;
@@ -81,7 +81,7 @@ impl RestateCalls {
     }
 
     async fn replay(&self, task: usize, seq: u64) -> Result<(), StepError> {
-        let key = crate::bench::replay_key(&self.completed, task, seq)?;
+        let key = crate::replay_key(&self.completed, task, seq)?;
         let headers = self.send(key).await?;
         if is_replay(&headers) {
             Ok(())

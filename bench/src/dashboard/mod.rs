@@ -18,7 +18,7 @@ use std::time::Instant;
 use super::report::{median, Resource, Row, RunResult};
 use super::scenario::{DashboardRequest, Engine, Scenario};
 use super::targets::{RSS_AFTER, RSS_AT_REST};
-use crate::storage::Database;
+use ::idem::storage::Database;
 use insert::SeedPool;
 use seed::{SeedPlan, NAMESPACES};
 use server::{person_client, ChildServer};
@@ -44,6 +44,7 @@ struct Credentials {
 /// Seeds `operations` into the fresh database at `url`, starts idem on it and times every
 /// dashboard request.
 pub async fn on_database(
+    idem_bin: &std::path::Path,
     engine: Engine,
     url: &str,
     operations: u64,
@@ -59,7 +60,7 @@ pub async fn on_database(
         .await
         .context("rolling the seeded events up")?;
 
-    let server = ChildServer::start(url).await?;
+    let server = ChildServer::start(idem_bin, url).await?;
     let rss_at_rest = server.rss_mb();
     let cookie = server.sign_in(USERNAME, &credentials.password).await?;
     let clients = Clients {
@@ -279,7 +280,7 @@ pub fn percentile(values: &[f64], percentile: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::testing::{Backend, TestDatabase};
+    use ::idem::storage::testing::{Backend, TestDatabase};
     use app::domain::OperationStatus;
     use app::ledger::OperationFilter;
     use seed::SeedStatus;
