@@ -21,6 +21,15 @@ def server() -> Iterator[LocalServer]:
         yield running
 
 
+@pytest.fixture(scope="session")
+def limited_server() -> Iterator[LocalServer]:
+    """A second server whose API keys may make one request a second, in bursts of one."""
+    binary = os.environ.get("IDEM_BIN") or str(REPO / "target" / "release" / "idem")
+    limits = {"IDEM_RATE_LIMIT_PER_SECOND": "1", "IDEM_RATE_LIMIT_BURST": "1"}
+    with local_server(binary, env=limits) as running:
+        yield running
+
+
 @pytest.fixture
 def api_key(server: LocalServer) -> str:
     return server.new_key()

@@ -1,10 +1,11 @@
 """The low-level client against a real server: typed answers and one exception per error."""
 
+import time
+
 import pytest
 
 import idem
 from idem import AsyncIdem, Idem
-from idem.testing import local_server
 
 ARGS = {"order_id": "1234", "amount_cents": 500}
 
@@ -100,22 +101,68 @@ def test_invoke_lets_idem_call_the_executor(server, api_key, tool_name):
     assert server.effects(tool_name) == 1
 
 
-def test_a_key_over_its_rate_limit_is_rate_limited_with_the_delay(tool_name):
-    limits = {"IDEM_RATE_LIMIT_PER_SECOND": "1", "IDEM_RATE_LIMIT_BURST": "1"}
-    with local_server(env=limits) as limited:
-        calls = []
-        with Idem(limited.base_url, limited.new_key()) as client:
-            client.claim(tool_name, {"n": 1}, key="first")
-            with pytest.raises(idem.RateLimited) as refused:
-                client.claim(tool_name, {"n": 2}, key="second")
-            assert refused.value.code == "too_many_requests"
-            assert refused.value.retry_after is not None and refused.value.retry_after >= 1
+def test_a_key_over_its_rate_limit_is_rate_limited_with_the_delay(limited_server, tool_name):
+    calls = []
+    with Idem(limited_server.base_url, limited_server.new_key()) as client:
+        client.claim(tool_name, {"n": 1}, key="first")
+        with pytest.raises(idem.RateLimited) as refused:
+            client.claim(tool_name, {"n": 2}, key="second")
+        assert refused.value.code == "too_many_requests" and refused.value.status_code == 429
+        assert refused.value.retry_after == 1  # the server's Retry-After, in seconds
 
-            @client.guard(tool_name)
-            def act(n: int) -> int:
-                calls.append(n)
-                return n
+        @client.guard(tool_name)
+        def act(n: int) -> int:
+            calls.append(n)
+            return n
 
-            with client.run("run-limited"), pytest.raises(idem.RateLimited):
-                act(3)
-        assert calls == [], "a rate-limited guard does not act"
+        with client.run("run-limited"), pytest.raises(idem.RateLimited):
+            act(3)
+        time.sleep(refused.value.retry_after)  # waiting as told is served
+        assert client.claim(tool_name, {"n": 2}, key="second").must_execute
+    assert calls == [], "a rate-limited guard does not act"
+
+
+async def test_the_async_client_is_rate_limited_alike(limited_server, tool_name):
+    async with AsyncIdem(limited_server.base_url, limited_server.new_key()) as client:
+        await client.claim(tool_name, {"n": 1}, key="first")
+        with pytest.raises(idem.RateLimited) as refused:
+            await client.claim(tool_name, {"n": 2}, key="second")
+        assert refused.value.retry_after == 1
+
+
+async def test_the_async_client_has_every_method(server, api_key, tool_name):
+    held, plain, executed = tool_name, tool_name + "_plain", tool_name + "_exec"
+    server.put_tool(held, effect="irreversible")
+    server.put_tool(
+        executed, effect="non_idempotent_write",
+        executor={"url": f"{server.sandbox_url}/actions/{executed}", "timeout_ms": 5000},
+    )
+    async with AsyncIdem(server.base_url, api_key) as client:
+        with pytest.raises(idem.AwaitingApproval) as waiting:
+            await client.claim(held, ARGS, key="h-1")
+        assert waiting.value.dashboard_url == f"{server.base_url}/operations/{waiting.value.operation_id}"
+        server.approve(waiting.value.operation_id)
+        granted = await client.wait(held, ARGS, key="h-1", seconds=5)
+        assert granted.must_execute and granted.operation.id == waiting.value.operation_id
+
+        first = await client.claim(plain, ARGS, key="p-1")
+        with pytest.raises(idem.InProgress) as busy:
+            await client.claim(plain, ARGS, key="p-1")
+        assert busy.value.retry_after is not None
+        failed = await client.fail(first.operation.id, first.lease.token, "card_declined", "no")
+        assert failed.status == "failed" and not failed.retryable
+        replay = await client.claim(plain, ARGS, key="p-1")
+        assert replay.replayed and replay.operation.error["code"] == "card_declined"
+
+        second = await client.claim(plain, ARGS, key="p-2")
+        await client.unknown(second.operation.id, second.lease.token, "timeout", "no answer")
+        assert (await client.get(second.operation.id)).status == "unknown"
+        with pytest.raises(idem.OutcomeUnknown) as unknown:
+            await client.claim(plain, ARGS, key="p-2")
+        assert unknown.value.operation.id == second.operation.id
+
+        invoked = await client.invoke(executed, ARGS, key="e-1")
+        assert invoked.operation.status == "succeeded"
+        assert (await client.invoke(executed, ARGS, key="e-1")).replayed
+        assert (await client.get_tool(held))["effect"] == "irreversible"
+    assert server.effects(executed) == 1

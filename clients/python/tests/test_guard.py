@@ -4,7 +4,9 @@ import asyncio
 import threading
 import time
 
+import httpx
 import pytest
+import requests
 
 import idem
 from idem import AsyncIdem, Idem
@@ -266,3 +268,102 @@ async def test_the_sync_client_guards_async_functions_too(server, api_key, tool_
         with client.run("run-mixed"):
             assert await notify("a") == "a"
     assert calls == ["a"]
+
+
+def test_a_rate_limited_completion_waits_its_retry_after_and_is_recorded(limited_server, tool_name, caplog):
+    calls = []
+    with Idem(limited_server.base_url, limited_server.new_key()) as client:
+
+        @client.guard(tool_name, with_note=True)
+        def refund(order_id: str) -> dict:
+            calls.append(order_id)
+            return {"refunded": order_id}
+
+        started = time.monotonic()
+        with caplog.at_level("WARNING", logger="idem"), client.run("run-429"):
+            # The claim takes the key's one request of this second: the completion right
+            # after the refund is refused 429 with Retry-After: 1, and must not be lost.
+            done = refund("o-1")
+        assert time.monotonic() - started >= 0.9
+        assert not done.replayed and done.operation.status == "succeeded"
+        assert "again in 1.0 s" in caplog.text
+        time.sleep(1)
+        with client.run("run-429"):
+            again = refund("o-1")
+    assert again.replayed and again.value == {"refunded": "o-1"}
+    assert calls == ["o-1"]
+
+
+def _provider_call(server, tool_name, library):
+    """A guarded refund that calls the sandbox provider with `library`, without giving it an
+    idempotency key (so a second call would be a second refund), timing out after 0.5 s."""
+    def call(order_id: str) -> dict:
+        url = f"{server.sandbox_url}/actions/{tool_name}"
+        if library == "httpx":
+            return httpx.post(url, json={"order_id": order_id}, timeout=0.5).json()
+        return requests.post(url, json={"order_id": order_id}, timeout=0.5).json()
+
+    return call
+
+
+@pytest.mark.parametrize("library, fault, raised", [
+    ("httpx", "delay_after_commit", httpx.ReadTimeout),
+    ("httpx", "drop_after_commit", httpx.RemoteProtocolError),
+    ("requests", "delay_after_commit", requests.exceptions.ReadTimeout),
+    ("requests", "drop_after_commit", requests.exceptions.ConnectionError),
+])
+def test_a_provider_transport_error_is_unknown_and_never_retried(
+    client, server, tool_name, library, fault, raised,
+):
+    # The provider commits the refund, then answers too late or hangs up: nobody can tell.
+    server.fault(fault, action=tool_name, **({"delay_ms": 2000} if "delay" in fault else {}))
+    call, calls = _provider_call(server, tool_name, library), []
+
+    @client.guard(tool_name)
+    def refund(order_id: str) -> dict:
+        calls.append(order_id)
+        return call(order_id)
+
+    with client.run("run-transport"), pytest.raises(idem.OutcomeUnknown) as unknown:
+        refund("o-1")
+    assert isinstance(unknown.value.__cause__, raised)
+    assert client.get(unknown.value.operation.id).status == "unknown"
+    with client.run("run-transport"), pytest.raises(idem.OutcomeUnknown):
+        refund("o-1")
+    assert calls == ["o-1"] and server.effects(tool_name) == 1
+
+
+async def test_a_cancelled_call_is_unknown_and_never_retried(server, api_key, tool_name):
+    calls, started = [], asyncio.Event()
+    async with AsyncIdem(server.base_url, api_key) as client:
+
+        @client.guard(tool_name)
+        async def send(to: str) -> str:
+            calls.append(to)
+            started.set()
+            await asyncio.sleep(30)
+            return to
+
+        with client.run("run-cancel"):
+            task = asyncio.create_task(send("a@example.com"))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        with client.run("run-cancel"), pytest.raises(idem.OutcomeUnknown) as unknown:
+            await send("a@example.com")
+    assert unknown.value.operation.status == "unknown"
+    assert unknown.value.operation.error["code"] == "CancelledError"
+    assert calls == ["a@example.com"]
+
+
+def test_fail_open_logs_loudly_that_it_acts_unrecorded(tool_name, caplog):
+    with Idem("http://127.0.0.1:9", "k", timeout=1, on_unavailable="fail_open") as down:
+
+        @down.guard(tool_name)
+        def act() -> str:
+            return "done"
+
+        with caplog.at_level("ERROR", logger="idem"), down.run("run-log"):
+            assert act() == "done"
+    assert f"running {tool_name} UNRECORDED (fail_open)" in caplog.text

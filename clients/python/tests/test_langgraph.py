@@ -181,3 +181,27 @@ def test_a_task_run_again_on_its_thread_acts_once(server, api_key, tool_name):
     assert calls == ["unguarded o-1", "o-1", "unguarded o-1"], calls
     assert server.effects(tool_name) == 1
     assert again == first
+
+
+async def test_the_async_middleware_waits_for_a_person_and_carries_a_rejection(server, api_key, tool_name):
+    server.put_tool(tool_name, effect="irreversible")
+    async with AsyncIdem(server.base_url, api_key) as client:
+        for decision in ("approve", "reject"):
+            seen, calls = [], []
+            agent = refund_agent(client, server, tool_name, ARGS, seen, calls)
+            with client.run(f"lg-async-{decision}"):
+                await agent.ainvoke(ASK)
+            assert calls == [] and "waiting for a person's approval" in seen[-1]
+            waiting = server.waiting_for_approval(tool_name)[0]
+            if decision == "approve":
+                server.approve(waiting)
+            else:
+                server.reject(waiting, "over the refund limit")
+            for _ in range(2):
+                with client.run(f"lg-async-{decision}"):
+                    await agent.ainvoke(ASK)
+            if decision == "approve":
+                assert calls == ["o-1"] and "no new action taken" in seen[-1]
+            else:
+                assert calls == [] and "over the refund limit" in seen[-1]
+    assert server.effects(tool_name) == 1

@@ -96,7 +96,9 @@ def error_for(response: httpx.Response, base_url: str) -> errors.IdemError:
     if cls is not None:
         return cls(message, **common)
     if status >= 500:
-        return errors.IdemUnavailable(message or "idem answered a server error", **common)
+        return errors.IdemUnavailable(
+            message or "idem answered a server error", retry_after=_retry_after(response), **common
+        )
     if status in (401, 403):
         return errors.Unauthorized(message, **common)
     if status == 404:

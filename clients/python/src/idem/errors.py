@@ -28,7 +28,15 @@ class IdemError(Exception):
 
 
 class IdemUnavailable(IdemError):
-    """idem could not be reached (connection refused, timeout, a 5xx): nothing is known."""
+    """idem could not be reached (connection refused, timeout, a 5xx): nothing is known.
+
+    `retry_after`: the seconds a 5xx answer's `Retry-After` asked for (e.g. `503
+    database_unavailable`), else None.
+    """
+
+    def __init__(self, message: str, *, retry_after: Optional[float] = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
 
 
 class InProgress(IdemError):

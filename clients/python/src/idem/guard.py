@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import dataclasses
 import functools
 import inspect
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Optional, TypeVar
+
+import httpx
 
 from . import errors
 from .models import Claim, Operation
@@ -22,10 +26,24 @@ log = logging.getLogger("idem")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Exceptions after which nobody can tell whether the side effect happened.
-DEFAULT_UNKNOWN_ON: tuple[type[BaseException], ...] = (TimeoutError, ConnectionError)
+#: Exceptions after which nobody can tell whether the side effect happened: timeouts and
+#: transport errors (the request may have reached the provider, its answer did not come
+#: back). `asyncio.TimeoutError` is `TimeoutError` from Python 3.11 on, not in 3.10.
+DEFAULT_UNKNOWN_ON: tuple[type[BaseException], ...] = (
+    TimeoutError, ConnectionError, asyncio.TimeoutError, httpx.TransportError,
+)
 
-_COMPLETION_ATTEMPTS = 3
+#: The transport errors of HTTP libraries that are not idem's dependencies, by module and
+#: class name, looked up only when the module is already loaded (a tool that raised one of
+#: them has loaded it).
+_LIBRARY_TRANSPORT_ERRORS = (
+    ("requests.exceptions", ("ConnectionError", "Timeout", "ChunkedEncodingError")),
+    ("aiohttp", ("ClientConnectionError", "ClientPayloadError")),
+)
+
+#: How long, in seconds, the guard keeps trying to record an outcome once the tool acted,
+#: while idem is unreachable or rate-limits the key (nothing of it is stored until then).
+RECORD_PATIENCE = 15.0
 
 
 class Run:
@@ -110,7 +128,8 @@ class GuardSpec:
     tool: str
     key: Optional[Callable[..., str]] = None
     permanent: tuple[type[BaseException], ...] = ()
-    unknown_on: tuple[type[BaseException], ...] = DEFAULT_UNKNOWN_ON
+    #: None: the default (`DEFAULT_UNKNOWN_ON` and the loaded HTTP libraries' transport errors).
+    unknown_on: Optional[tuple[type[BaseException], ...]] = None
     with_note: bool = False
     wait: Optional[float] = None
     in_progress_wait: Optional[float] = None
@@ -151,6 +170,12 @@ class GuardSpec:
         if self.permanent and isinstance(error, self.permanent):
             return type(error).__name__, str(error)
         return None
+
+    def leaves_unknown(self, error: BaseException) -> bool:
+        """Whether the side effect may or may not have happened after `error`."""
+        if self.unknown_on is not None:
+            return isinstance(error, self.unknown_on)
+        return isinstance(error, DEFAULT_UNKNOWN_ON) or isinstance(error, _library_transport_errors())
 
     def replayed_error(self, operation: Operation) -> BaseException:
         error = operation.error or {}
@@ -210,7 +235,7 @@ class GuardMixin:
         *,
         key: Optional[Callable[..., str]] = None,
         permanent: tuple[type[BaseException], ...] = (),
-        unknown_on: tuple[type[BaseException], ...] = DEFAULT_UNKNOWN_ON,
+        unknown_on: Optional[tuple[type[BaseException], ...]] = None,
         with_note: bool = False,
         wait: Optional[float] = None,
         in_progress_wait: Optional[float] = None,
@@ -224,8 +249,10 @@ class GuardMixin:
         - `permanent`: exception classes that are stored as permanent failures and replayed
           (raise `idem.PermanentFailure(code, message)` for the same without a class).
         - `unknown_on`: exceptions after which the effect may or may not have happened:
-          reported `unknown`, raised as `OutcomeUnknown`. Other exceptions are stored as
-          retryable failures and re-raised.
+          reported `unknown`, raised as `OutcomeUnknown`. Default: timeouts and transport
+          errors (`TimeoutError`, `ConnectionError`, httpx's `TransportError`, requests'
+          and aiohttp's connection and timeout errors); a tuple replaces the default. Other
+          exceptions are stored as retryable failures and re-raised.
         - `with_note`: return a `GuardResult` (value, replayed, note) instead of the value.
         - `wait`: seconds to block for a person's approval instead of raising `AwaitingApproval`.
         - `in_progress_wait`: seconds to wait for another caller's attempt before `InProgress`.
@@ -233,7 +260,7 @@ class GuardMixin:
         - `exclude`: parameters left out of the arguments idem sees.
         """
         spec = GuardSpec(
-            tool, key, tuple(permanent), tuple(unknown_on), with_note, wait,
+            tool, key, tuple(permanent), None if unknown_on is None else tuple(unknown_on), with_note, wait,
             in_progress_wait, on_unavailable, tuple(exclude),
         )
 
@@ -286,7 +313,9 @@ def call_guarded(
         raise _reported(spec, error) from error
     finally:
         _operation.reset(reset)
-    final = _retrying(lambda: client.complete(op.id, token, to_json(value)), on_unavailable, op)
+    final = _sync_record(
+        lambda: client.complete(op.id, token, to_json(value)), _completion_lost(on_unavailable, op)
+    )
     return GuardResult(value, False, None, final or op)
 
 
@@ -334,37 +363,99 @@ async def async_call_guarded(
         raise _reported(spec, error) from error
     finally:
         _operation.reset(reset)
-    final = None
-    for attempt in range(_COMPLETION_ATTEMPTS):
-        try:
-            final = await client.complete(op.id, token, to_json(value))
-            break
-        except errors.IdemUnavailable:
-            if attempt + 1 == _COMPLETION_ATTEMPTS:
-                _unrecorded(on_unavailable, op)
+    final = await _async_record(
+        lambda: client.complete(op.id, token, to_json(value)), _completion_lost(on_unavailable, op)
+    )
     return GuardResult(value, False, None, final or op)
 
 
-def _unrecorded(on_unavailable: str, op: Operation) -> None:
-    """The tool acted but idem could not record it: the operation becomes `unknown` at lease expiry."""
-    if on_unavailable != "fail_open":
-        raise errors.IdemUnavailable(
-            f"operation {op.id} ran but its outcome could not be recorded; it will become "
-            "unknown and be reconciled", code="unavailable", operation=op,
-        )
-    log.error("operation %s ran but idem could not record its outcome (fail_open)", op.id)
+def _completion_lost(on_unavailable: str, op: Operation) -> Callable[[errors.IdemError], None]:
+    """What to do when the completion of `op`, which acted, cannot be recorded."""
+
+    def give_up(cause: errors.IdemError) -> None:
+        if not isinstance(cause, (errors.IdemUnavailable, errors.RateLimited)):
+            raise cause  # e.g. LeaseLost: idem answered, and refused
+        # Nothing is stored: the operation becomes `unknown` when its lease runs out.
+        if on_unavailable != "fail_open":
+            raise errors.IdemUnavailable(
+                f"operation {op.id} ran but its outcome could not be recorded ({cause}); it "
+                "will become unknown and be reconciled", code="unavailable", operation=op,
+            ) from cause
+        log.error("operation %s ran but idem could not record its outcome (fail_open): %s",
+                  op.id, cause)
+
+    return give_up
 
 
-def _retrying(
-    complete: Callable[[], Operation], on_unavailable: str, op: Operation
+class _Persistence:
+    """When to try again to record an outcome after the tool acted (nothing is stored yet).
+
+    A rate-limited key waits the `Retry-After` idem sent; an unreachable idem (or a 5xx)
+    is asked again with a growing pause, or after its `Retry-After`. Either gives up once
+    `RECORD_PATIENCE` would be exceeded. Any other error (e.g. `LeaseLost`) is final.
+    """
+
+    def __init__(self) -> None:
+        self.deadline = _deadline(RECORD_PATIENCE)
+        self.pause = 0.2
+
+    def delay(self, error: errors.IdemError) -> Optional[float]:
+        """Seconds to wait before the next attempt, or None to give up."""
+        if isinstance(error, errors.RateLimited):
+            wait = error.retry_after or 1.0
+        elif isinstance(error, errors.IdemUnavailable):
+            wait = error.retry_after or self.pause
+            self.pause = min(self.pause * 2, 5.0)
+        else:
+            return None
+        return wait if wait <= _left(self.deadline) else None
+
+
+def _sync_record(
+    record: Callable[[], Operation], give_up: Callable[[errors.IdemError], None]
 ) -> Optional[Operation]:
-    for attempt in range(_COMPLETION_ATTEMPTS):
+    """`record()` (a completion or a failure report), tried again while idem is unreachable
+    or rate-limits; `give_up(error)` when it will not be recorded."""
+    persistence = _Persistence()
+    while True:
         try:
-            return complete()
-        except errors.IdemUnavailable:
-            if attempt + 1 == _COMPLETION_ATTEMPTS:
-                _unrecorded(on_unavailable, op)
-    return None
+            return record()
+        except errors.IdemError as error:
+            wait = persistence.delay(error)
+            if wait is None:
+                give_up(error)
+                return None
+            log.warning("recording an outcome: %s; again in %.1f s", error, wait)
+            time.sleep(wait)
+
+
+async def _async_record(
+    record: Callable[[], Awaitable[Operation]], give_up: Callable[[errors.IdemError], None]
+) -> Optional[Operation]:
+    """`await record()`, tried again like `_sync_record`."""
+    persistence = _Persistence()
+    while True:
+        try:
+            return await record()
+        except errors.IdemError as error:
+            wait = persistence.delay(error)
+            if wait is None:
+                give_up(error)
+                return None
+            log.warning("recording an outcome: %s; again in %.1f s", error, wait)
+            await asyncio.sleep(wait)
+
+
+def _library_transport_errors() -> tuple[type[BaseException], ...]:
+    """The transport error classes of the HTTP libraries loaded so far (requests, aiohttp)."""
+    found: list[type[BaseException]] = []
+    for module_name, class_names in _LIBRARY_TRANSPORT_ERRORS:
+        module = sys.modules.get(module_name)
+        for class_name in class_names if module is not None else ():
+            cls = getattr(module, class_name, None)
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(found)
 
 
 def _classify(spec: GuardSpec, error: BaseException) -> tuple[str, str, str]:
@@ -372,7 +463,7 @@ def _classify(spec: GuardSpec, error: BaseException) -> tuple[str, str, str]:
     failure = spec.failure_of(error)
     if failure is not None:
         return ("failed", *failure)
-    if isinstance(error, spec.unknown_on) or not isinstance(error, Exception):
+    if spec.leaves_unknown(error) or not isinstance(error, Exception):
         # A timeout, a dropped connection, or a cancellation mid-call: it may have acted.
         return "unknown", type(error).__name__, str(error) or type(error).__name__
     return "retryable", type(error).__name__, str(error) or type(error).__name__
@@ -397,22 +488,26 @@ def _report(spec: GuardSpec, error: BaseException) -> tuple[str, tuple[Any, ...]
     return "fail", (code, message), {"retryable": kind == "retryable"}
 
 
+def _report_lost(method: str, op: Operation) -> Callable[[errors.IdemError], None]:
+    def give_up(cause: errors.IdemError) -> None:
+        # The lease runs out instead: the operation turns `unknown`, never runs twice.
+        log.error("could not record the %s of operation %s: %s", method, op.id, cause)
+
+    return give_up
+
+
 def _sync_report(client: "Idem", spec: GuardSpec, op: Operation, token: str, error: BaseException) -> None:
     method, args, kwargs = _report(spec, error)
-    try:
-        getattr(client, method)(op.id, token, *args, **kwargs)
-    except errors.IdemError as report_error:
-        log.error("could not record the %s of operation %s: %s", method, op.id, report_error)
+    report = getattr(client, method)
+    _sync_record(lambda: report(op.id, token, *args, **kwargs), _report_lost(method, op))
 
 
 async def _async_report(
     client: "AsyncIdem", spec: GuardSpec, op: Operation, token: str, error: BaseException
 ) -> None:
     method, args, kwargs = _report(spec, error)
-    try:
-        await getattr(client, method)(op.id, token, *args, **kwargs)
-    except errors.IdemError as report_error:
-        log.error("could not record the %s of operation %s: %s", method, op.id, report_error)
+    report = getattr(client, method)
+    await _async_record(lambda: report(op.id, token, *args, **kwargs), _report_lost(method, op))
 
 
 class _Patience:

@@ -92,6 +92,13 @@ class LocalServer:
         found = httpx.get(self.sandbox_url + "/_effects").json()["effects"]
         return sum(1 for effect in found if effect["name"] == action)
 
+    def fault(self, fault: str, *, action: Optional[str] = None, **options: Any) -> None:
+        """Queues a fault at the sandbox provider for the next call of `action`, e.g.
+        `fault("delay_after_commit", action="refund", delay_ms=2000)` (commit, then answer
+        late) or `fault("drop_after_commit", action="refund")` (commit, then hang up)."""
+        body = {"fault": fault, "action": action, **options}
+        httpx.post(f"{self.sandbox_url}/_faults", json=body).raise_for_status()
+
     def act(self, action: str, body: Any, key: Optional[str] = None) -> Any:
         """A side effect at the sandbox provider; without a key every call commits a new one."""
         headers = {"Idempotency-Key": key} if key else {}
