@@ -123,6 +123,7 @@ async def test_fail_open_runs_the_tool_when_idem_is_down_and_fail_closed_does_no
                 if expected:
                     await Runner.run(agent, "refund order o-1")
                 else:
-                    with pytest.raises(Exception):
+                    with pytest.raises(UserError) as refused:
                         await Runner.run(agent, "refund order o-1")
+                    assert isinstance(refused.value.__cause__, idem.IdemUnavailable)
         assert calls == expected, policy
