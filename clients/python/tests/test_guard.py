@@ -367,3 +367,25 @@ def test_fail_open_logs_loudly_that_it_acts_unrecorded(tool_name, caplog):
         with caplog.at_level("ERROR", logger="idem"), down.run("run-log"):
             assert act() == "done"
     assert f"running {tool_name} UNRECORDED (fail_open)" in caplog.text
+
+
+async def test_an_async_guard_with_wait_blocks_until_the_person_decides(server, api_key, tool_name):
+    server.put_tool(tool_name, effect="irreversible")
+    calls = []
+    async with AsyncIdem(server.base_url, api_key) as client:
+
+        @client.guard(tool_name, wait=20)
+        async def wire(cents: int) -> int:
+            calls.append(cents)
+            return cents
+
+        async def approve_when_asked() -> None:
+            while not (waiting := server.waiting_for_approval(tool_name)):
+                await asyncio.sleep(0.05)
+            server.approve(waiting[0])
+
+        approver = asyncio.create_task(approve_when_asked())
+        with client.run("run-async-wait"):
+            assert await asyncio.wait_for(wire(100), 30) == 100
+        await approver
+    assert calls == [100]
