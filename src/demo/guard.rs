@@ -40,7 +40,7 @@ pub enum DemoRefused {
     Unreadable(#[from] OpenError),
     /// The mark could not be written.
     #[error("--demo could not mark the database as the demo's: {0}")]
-    Claim(#[from] sqlx::Error),
+    Claim(#[from] app::store_error::StoreError),
 }
 
 /// Checks, before anything is opened for writing, that the demo may run with this
@@ -59,7 +59,7 @@ pub async fn admit(config: &ServeConfig) -> Result<(), DemoRefused> {
 /// Makes the migrated database the demo's own, unless real data reached it since [`admit`]
 /// looked (then it is refused as `admit` would have).
 pub async fn claim(database: &Database, url: &str) -> Result<(), DemoRefused> {
-    if survey::claim_for_demo(database).await? {
+    if database.claim_for_demo().await? {
         return Ok(());
     }
     refuse_real_data(survey::survey(url).await?)

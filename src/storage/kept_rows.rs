@@ -14,7 +14,8 @@
 //! Second, the pending operations this store last wrote with a lease, by id: a
 //! completion is decided from one instead of a database read. These are only hints: the
 //! write a completion makes is guarded by the row's status, lease and time of last change
-//! (see the SQLite ledger's `stage_if_unchanged`), so a row that moved since it was kept is
+//! (see the SQLite ledger's `UnchangedUpdate` and the PostgreSQL ledger's
+//! `write_if_unchanged`), so a row that moved since it was kept is
 //! never overwritten; the completion is then decided again from the row under the lock.
 //!
 //! Third, keys seen with a live operation lately. Also only a hint: a claim of a key not

@@ -1,14 +1,25 @@
 //! The metrics' SQL and its `MetricsStore` implementation, written once for both databases.
 //!
-//! The statements are the same text on SQLite and PostgreSQL; what differs is passed in: the
-//! SQL expression of an event's unix minute (`minute`, over `e.at`), the row lock of the
-//! roll-up watermark, and — as for the ledger — `begin_write` and `now` from the backend
-//! module. Buckets are numbered in SQL from the newest back
+//! The statements are the same text on SQLite and PostgreSQL; what differs comes from the
+//! `Dialect` (the SQL of an event's Unix minute, the row lock of the roll-up watermark, the
+//! clock) and the `SqlBackend` (the write transaction). Buckets are numbered in SQL from the newest back
 //! (`(end_minute - 1 - minute) / bucket_minutes`), so a query returns one row per bucket and
 //! kind, not one per event or minute.
 
-use app::ledger::metrics::COUNTED_KINDS;
+use app::domain::Namespace;
+use app::ledger::metrics::{
+    assemble, minute_start, next_rollup, Gauges, KindCount, MetricsReport, MetricsStore,
+    MetricsWindow, ReconciledSample, SeriesPlan, COUNTED_KINDS,
+};
+use app::store_error::StoreError;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
 use std::sync::LazyLock;
+
+use super::backend::{SqlBackend, SqlStore};
+use super::dialect::{Bind, Dialect, Fetch, Run};
+use super::store_error;
 
 /// `'replayed', 'in_flight_rejected', …`: the kinds the counters are made of.
 pub static COUNTED_KIND_LIST: LazyLock<String> = LazyLock::new(|| {
@@ -61,132 +72,116 @@ pub const GAUGES: &str = r#"select status, count(*) as count,
     where retired_at is null and status in ('unknown', 'awaiting_approval') and ($2 is null or namespace = $2)
     group by status"#;
 
-/// Implements `MetricsStore` for a backend store. Expects in scope: `begin_write(&self)` on
-/// the store and `async fn now(&mut $conn) -> Result<DateTime<Utc>, StoreError>`.
-macro_rules! impl_metrics_store {
-    (store: $store:ident, conn: $conn:ty, minute: $minute:literal, lock: $lock:literal, reader: $reader:ident) => {
-        async fn watermark(conn: &mut $conn, lock: &str) -> Result<Option<i64>, StoreError> {
-            let sql = format!(
-                "select rolled_until from metrics_rollup where name = 'event_minutes'{lock}"
-            );
-            let row: Option<(i64,)> = sqlx::query_as(&sql)
-                .fetch_optional(conn)
-                .await
-                .map_err(store_error)?;
-            Ok(row.map(|(minute,)| minute))
-        }
-
-        async fn gauges(
-            conn: &mut $conn,
-            plan: &SeriesPlan,
-            namespace: &Option<String>,
-        ) -> Result<Gauges, StoreError> {
-            let rows: Vec<(String, i64, i64)> = sqlx::query_as(GAUGES)
-                .bind(plan.stuck_before)
-                .bind(namespace)
-                .fetch_all(conn)
-                .await
-                .map_err(store_error)?;
-            let mut gauges = Gauges::default();
-            for (status, count, stuck) in rows {
-                let count = u64::try_from(count).unwrap_or(0);
-                if status == "unknown" {
-                    gauges.unknown_now = count;
-                    gauges.stuck_unknown = u64::try_from(stuck).unwrap_or(0);
-                } else {
-                    gauges.awaiting_approval = count;
-                }
-            }
-            Ok(gauges)
-        }
-
-        #[async_trait::async_trait]
-        impl MetricsStore for $store {
-            async fn metrics(
-                &self,
-                namespace: Option<&Namespace>,
-                window: &MetricsWindow,
-            ) -> Result<MetricsReport, StoreError> {
-                // Replays and refused duplicates are counted: see this process's so far.
-                self.quiet_events.flush().await;
-                let mut conn = self.$reader.acquire().await.map_err(store_error)?;
-                let plan = SeriesPlan::new(window.clone(), now(&mut conn).await?);
-                let namespace = namespace.map(|n| n.to_string());
-                // Minutes before the watermark are folded; the rest are read from the events.
-                // Retention deletes only events of folded minutes, so a fold or a deletion
-                // that commits meanwhile changes nothing.
-                let split = watermark(&mut conn, "")
-                    .await?
-                    .unwrap_or(i64::MIN)
-                    .clamp(plan.start_minute, plan.end_minute);
-                let folded: Vec<(i64, String, i64)> = sqlx::query_as(FOLDED_COUNTS)
-                    .bind(plan.end_minute)
-                    .bind(plan.bucket_minutes)
-                    .bind(plan.start_minute)
-                    .bind(split)
-                    .bind(&namespace)
-                    .fetch_all(&mut *conn)
-                    .await
-                    .map_err(store_error)?;
-                let raw: Vec<(i64, String, i64)> = sqlx::query_as(&raw_counts($minute))
-                    .bind(plan.end_minute)
-                    .bind(plan.bucket_minutes)
-                    .bind(minute_start(split))
-                    .bind(&namespace)
-                    .fetch_all(&mut *conn)
-                    .await
-                    .map_err(store_error)?;
-                let counts: Vec<KindCount> = folded
-                    .into_iter()
-                    .chain(raw)
-                    .map(|(back, kind, count)| KindCount { back, kind, count })
-                    .collect();
-                let reconciled: Vec<(DateTime<Utc>, Json<Value>)> = sqlx::query_as(RECONCILED)
-                    .bind(plan.from())
-                    .bind(&namespace)
-                    .fetch_all(&mut *conn)
-                    .await
-                    .map_err(store_error)?;
-                let samples: Vec<ReconciledSample> = reconciled
-                    .into_iter()
-                    .map(|(at, detail)| ReconciledSample {
-                        at,
-                        unknown_for_ms: detail.0["unknown_for_ms"].as_u64(),
-                    })
-                    .collect();
-                let gauges = gauges(&mut conn, &plan, &namespace).await?;
-                Ok(assemble(&plan, &counts, &samples, gauges))
-            }
-
-            async fn roll_up(&self) -> Result<u64, StoreError> {
-                self.quiet_events.flush().await;
-                let mut tx = self.begin_write().await?;
-                let now = now(&mut tx).await?;
-                let range = watermark(&mut tx, $lock)
-                    .await?
-                    .and_then(|from| next_rollup(from, now));
-                let Some(range) = range else {
-                    tx.rollback().await.map_err(store_error)?;
-                    return Ok(0);
-                };
-                sqlx::query(&fold($minute))
-                    .bind(minute_start(range.start))
-                    .bind(minute_start(range.end))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(store_error)?;
-                sqlx::query(
-                    "update metrics_rollup set rolled_until = $1 where name = 'event_minutes'",
-                )
-                .bind(range.end)
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
-                tx.commit().await.map_err(store_error)?;
-                Ok((range.end - range.start).unsigned_abs())
-            }
-        }
-    };
+async fn watermark<DB: Dialect>(
+    conn: &mut DB::Connection,
+    lock: &str,
+) -> Result<Option<i64>, StoreError> {
+    let sql = format!("select rolled_until from metrics_rollup where name = 'event_minutes'{lock}");
+    let row: Option<(i64,)> = DB::query_as(&sql).maybe_row(conn).await?;
+    Ok(row.map(|(minute,)| minute))
 }
 
-pub(super) use impl_metrics_store;
+async fn gauges<DB: Dialect>(
+    conn: &mut DB::Connection,
+    plan: &SeriesPlan,
+    namespace: &Option<String>,
+) -> Result<Gauges, StoreError> {
+    let rows: Vec<(String, i64, i64)> = DB::query_as(GAUGES)
+        .param(plan.stuck_before)
+        .param(namespace)
+        .rows(conn)
+        .await?;
+    let mut gauges = Gauges::default();
+    for (status, count, stuck) in rows {
+        let count = u64::try_from(count).unwrap_or(0);
+        if status == "unknown" {
+            gauges.unknown_now = count;
+            gauges.stuck_unknown = u64::try_from(stuck).unwrap_or(0);
+        } else {
+            gauges.awaiting_approval = count;
+        }
+    }
+    Ok(gauges)
+}
+
+#[async_trait::async_trait]
+impl<B: SqlBackend> MetricsStore for SqlStore<B> {
+    async fn metrics(
+        &self,
+        namespace: Option<&Namespace>,
+        window: &MetricsWindow,
+    ) -> Result<MetricsReport, StoreError> {
+        // Replays and refused duplicates are counted: see this process's so far.
+        self.0.quiet_events().flush().await;
+        let mut conn = self.0.read_connection().await?;
+        let plan = SeriesPlan::new(window.clone(), B::Db::now(&mut conn).await?);
+        let namespace = namespace.map(|n| n.to_string());
+        // Minutes before the watermark are folded; the rest are read from the events.
+        // Retention deletes only events of folded minutes, so a fold or a deletion
+        // that commits meanwhile changes nothing.
+        let split = watermark::<B::Db>(&mut conn, "")
+            .await?
+            .unwrap_or(i64::MIN)
+            .clamp(plan.start_minute, plan.end_minute);
+        let folded: Vec<(i64, String, i64)> = B::Db::query_as(FOLDED_COUNTS)
+            .param(plan.end_minute)
+            .param(plan.bucket_minutes)
+            .param(plan.start_minute)
+            .param(split)
+            .param(&namespace)
+            .rows(&mut *conn)
+            .await?;
+        let raw: Vec<(i64, String, i64)> = B::Db::query_as(&raw_counts(B::Db::EVENT_MINUTE))
+            .param(plan.end_minute)
+            .param(plan.bucket_minutes)
+            .param(minute_start(split))
+            .param(&namespace)
+            .rows(&mut *conn)
+            .await?;
+        let counts: Vec<KindCount> = folded
+            .into_iter()
+            .chain(raw)
+            .map(|(back, kind, count)| KindCount { back, kind, count })
+            .collect();
+        let reconciled: Vec<(DateTime<Utc>, Json<Value>)> = B::Db::query_as(RECONCILED)
+            .param(plan.from())
+            .param(&namespace)
+            .rows(&mut *conn)
+            .await?;
+        let samples: Vec<ReconciledSample> = reconciled
+            .into_iter()
+            .map(|(at, detail)| ReconciledSample {
+                at,
+                unknown_for_ms: detail.0["unknown_for_ms"].as_u64(),
+            })
+            .collect();
+        let gauges = gauges::<B::Db>(&mut conn, &plan, &namespace).await?;
+        Ok(assemble(&plan, &counts, &samples, gauges))
+    }
+
+    async fn roll_up(&self) -> Result<u64, StoreError> {
+        self.0.quiet_events().flush().await;
+        let mut tx = self.0.begin_write().await?;
+        let now = B::Db::now(&mut tx).await?;
+        let range = watermark::<B::Db>(&mut tx, B::Db::SKIP_LOCKED)
+            .await?
+            .and_then(|from| next_rollup(from, now));
+        let Some(range) = range else {
+            tx.rollback().await.map_err(store_error)?;
+            return Ok(0);
+        };
+        sqlx::query::<B::Db>(&fold(B::Db::EVENT_MINUTE))
+            .param(minute_start(range.start))
+            .param(minute_start(range.end))
+            .run(&mut *tx)
+            .await?;
+        sqlx::query::<B::Db>(
+            "update metrics_rollup set rolled_until = $1 where name = 'event_minutes'",
+        )
+        .param(range.end)
+        .run(&mut *tx)
+        .await?;
+        tx.commit().await.map_err(store_error)?;
+        Ok((range.end - range.start).unsigned_abs())
+    }
+}

@@ -2,6 +2,8 @@
 //! (scale-out). Both implement the same traits and pass one conformance suite.
 
 mod audit_sql;
+mod backend;
+mod dialect;
 mod identity_sql;
 mod kept_rows;
 mod ledger_sql;
@@ -25,6 +27,9 @@ use app::ledger::metrics::MetricsStore;
 use app::ledger::{Changes, LedgerStore};
 use app::store_error::StoreError;
 use std::sync::Arc;
+
+use backend::{SqlStore, Upkeep};
+use ledger_sql::LedgerBackend;
 
 pub use postgres::PostgresStore;
 pub use retention_sql::{Purged, RetentionRound};
@@ -54,11 +59,15 @@ pub enum OpenError {
     Writer(#[source] std::io::Error),
 }
 
-/// An open, migrated database of either kind.
+/// An open, migrated database of either kind, as the ports the server uses.
 #[derive(Clone)]
-pub enum Database {
-    Sqlite(SqliteStore),
-    Postgres(PostgresStore),
+pub struct Database {
+    identity: Arc<dyn IdentityStore>,
+    audit: Arc<dyn AuditStore>,
+    ledger: Arc<dyn LedgerStore>,
+    metrics: Arc<dyn MetricsStore>,
+    upkeep: Arc<dyn Upkeep>,
+    changes: Changes,
 }
 
 impl Database {
@@ -76,107 +85,91 @@ impl Database {
     }
 
     async fn open_as(url: &str, serving: bool) -> Result<Self, OpenError> {
-        let database = if url.starts_with("sqlite:") {
+        if url.starts_with("sqlite:") {
             let store = if serving {
                 SqliteStore::open_to_serve(url).await?
             } else {
                 SqliteStore::open(url).await?
             };
-            Database::Sqlite(store)
+            store.migrate().await.map_err(OpenError::Migrate)?;
+            Ok(Self::of(store))
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let store = if serving {
                 PostgresStore::open_to_serve(url).await?
             } else {
                 PostgresStore::open(url).await?
             };
-            Database::Postgres(store)
+            store.migrate().await.map_err(OpenError::Migrate)?;
+            Ok(Self::of(store))
         } else {
-            return Err(OpenError::UnsupportedUrl(url.to_owned()));
-        };
-        database.migrate().await?;
-        Ok(database)
+            Err(OpenError::UnsupportedUrl(url.to_owned()))
+        }
     }
 
-    async fn migrate(&self) -> Result<(), OpenError> {
-        match self {
-            Database::Sqlite(store) => store.migrate().await,
-            Database::Postgres(store) => store.migrate().await,
+    fn of<B: LedgerBackend>(store: B) -> Self {
+        let changes = store.changes().clone();
+        let store = Arc::new(SqlStore(store));
+        Database {
+            identity: store.clone(),
+            audit: store.clone(),
+            ledger: store.clone(),
+            metrics: store.clone(),
+            upkeep: store,
+            changes,
         }
-        .map_err(OpenError::Migrate)
     }
 
     /// Whether the database answers (for `/readyz`).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        match self {
-            Database::Sqlite(store) => store.ping().await,
-            Database::Postgres(store) => store.ping().await,
-        }
+        self.upkeep.ping().await
     }
 
     /// The database's own background tasks that are down now (for `/readyz`): on SQLite,
     /// the writer between a panic and its restart.
     pub fn tasks_down(&self) -> Vec<&'static str> {
-        match self {
-            Database::Sqlite(store) => store.tasks_down(),
-            Database::Postgres(_) => Vec::new(),
-        }
+        self.upkeep.tasks_down()
     }
 
     /// The identity port.
     pub fn identity_store(&self) -> Arc<dyn IdentityStore> {
-        match self {
-            Database::Sqlite(store) => Arc::new(store.clone()),
-            Database::Postgres(store) => Arc::new(store.clone()),
-        }
+        self.identity.clone()
     }
 
     /// The audit port.
     pub fn audit_store(&self) -> Arc<dyn AuditStore> {
-        match self {
-            Database::Sqlite(store) => Arc::new(store.clone()),
-            Database::Postgres(store) => Arc::new(store.clone()),
-        }
+        self.audit.clone()
     }
 
     /// The ledger port.
     pub fn ledger_store(&self) -> Arc<dyn LedgerStore> {
-        match self {
-            Database::Sqlite(store) => Arc::new(store.clone()),
-            Database::Postgres(store) => Arc::new(store.clone()),
-        }
+        self.ledger.clone()
     }
 
     /// The stream of operation changes (on PostgreSQL, of every process).
     pub fn changes(&self) -> &Changes {
-        match self {
-            Database::Sqlite(store) => store.changes(),
-            Database::Postgres(store) => store.changes(),
-        }
+        &self.changes
     }
 
     /// The metrics port.
     pub fn metrics_store(&self) -> Arc<dyn MetricsStore> {
-        match self {
-            Database::Sqlite(store) => Arc::new(store.clone()),
-            Database::Postgres(store) => Arc::new(store.clone()),
-        }
+        self.metrics.clone()
     }
 
     /// One retention round (see `retention_sql`): deletes a small batch of long-expired
     /// operations with their events, and of expired sessions.
     pub async fn purge_round(&self, round: &RetentionRound) -> Result<Purged, StoreError> {
-        match self {
-            Database::Sqlite(store) => store.purge_round(round).await,
-            Database::Postgres(store) => store.purge_round(round).await,
-        }
+        self.upkeep.purge_round(round).await
+    }
+
+    /// Marks the database as the demo's unless it holds something already (see `survey`);
+    /// answers whether it is the demo's.
+    pub async fn claim_for_demo(&self) -> Result<bool, StoreError> {
+        self.upkeep.claim_for_demo().await
     }
 
     /// Closes every connection (after the server has drained).
     pub async fn close(&self) {
-        match self {
-            Database::Sqlite(store) => store.close().await,
-            Database::Postgres(store) => store.close().await,
-        }
+        self.upkeep.close().await
     }
 }
 

@@ -15,6 +15,8 @@ use sqlx::types::Json;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
+use super::dialect::{Dialect, PushValue};
+
 /// Columns selected for an operation, in `OperationRow` order.
 pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effect, fingerprint, provider_key, args, run_id, step, \
      status, attempt, result, error, retryable, provider_ref, lease_token, lease_expires_at, created_at, updated_at, \
@@ -25,29 +27,26 @@ pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effec
 /// conditions: a generic `($1 is null or status = $1)` would keep SQLite (which plans once per
 /// text) from using any index but the primary key's, walking operations newest first until
 /// enough match — seconds at a million operations when few do.
-pub fn list_query<'a, DB>(filter: &'a OperationFilter, limit: u32) -> QueryBuilder<'a, DB>
-where
-    DB: sqlx::Database,
-    String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-    Uuid: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-{
+pub(crate) fn list_query<'a, DB: Dialect>(
+    filter: &'a OperationFilter,
+    limit: u32,
+) -> QueryBuilder<'a, DB> {
     let mut query = QueryBuilder::new(format!(
         "select {OPERATION_COLUMNS} from operations where true"
     ));
     if let Some(namespace) = &filter.namespace {
         query
             .push(" and namespace = ")
-            .push_bind(namespace.to_string());
+            .push_value(namespace.to_string());
     }
     if let Some(status) = &filter.status {
-        query.push(" and status = ").push_bind(to_text(status));
+        query.push(" and status = ").push_value(to_text(status));
     }
     if let Some(tool) = &filter.tool {
-        query.push(" and tool = ").push_bind(to_text(tool));
+        query.push(" and tool = ").push_value(to_text(tool));
     }
     if let Some(run_id) = &filter.run_id {
-        query.push(" and run_id = ").push_bind(run_id.clone());
+        query.push(" and run_id = ").push_value(run_id.clone());
     }
     let (past, order) = if filter.oldest_first {
         (" and id > ", " order by id asc")
@@ -55,18 +54,18 @@ where
         (" and id < ", " order by id desc")
     };
     if let Some(before) = filter.before {
-        query.push(past).push_bind(before);
+        query.push(past).push_value(before);
     }
     if let Some(text) = &filter.key_contains {
         query
             .push(" and key like ")
-            .push_bind(contains_pattern(text))
+            .push_value(contains_pattern(text))
             .push(" escape '\\'");
     }
     query
         .push(order)
         .push(" limit ")
-        .push_bind(i64::from(limit));
+        .push_value(i64::from(limit));
     query
 }
 

@@ -2,7 +2,9 @@
 //! statement the SQLite writer runs through SQLite's C API itself (`sqlite::direct`). The
 //! ledger's rows are written once, for both.
 
-use sqlx::{Database, Encode, QueryBuilder, Type};
+use sqlx::{Database, QueryBuilder};
+
+use super::dialect::{Dialect, PushValue, SqlValue};
 use std::fmt::Display;
 
 /// A statement being written: text, and values bound in the order their placeholders come.
@@ -11,9 +13,7 @@ pub(crate) trait PushSql<'a, DB: Database> {
     fn push(&mut self, sql: impl Display) -> &mut Self;
 
     /// Appends a placeholder and binds `value` to it.
-    fn push_bind<T>(&mut self, value: T) -> &mut Self
-    where
-        T: 'a + Encode<'a, DB> + Type<DB>;
+    fn push_bind<T: SqlValue<'a>>(&mut self, value: T) -> &mut Self;
 
     /// Values to bind, separated by `, `.
     fn commas(&mut self) -> Commas<'_, Self>
@@ -27,16 +27,13 @@ pub(crate) trait PushSql<'a, DB: Database> {
     }
 }
 
-impl<'a, DB: Database> PushSql<'a, DB> for QueryBuilder<'a, DB> {
+impl<'a, DB: Dialect> PushSql<'a, DB> for QueryBuilder<'a, DB> {
     fn push(&mut self, sql: impl Display) -> &mut Self {
         QueryBuilder::push(self, sql)
     }
 
-    fn push_bind<T>(&mut self, value: T) -> &mut Self
-    where
-        T: 'a + Encode<'a, DB> + Type<DB>,
-    {
-        QueryBuilder::push_bind(self, value)
+    fn push_bind<T: SqlValue<'a>>(&mut self, value: T) -> &mut Self {
+        self.push_value(value)
     }
 }
 
@@ -51,7 +48,7 @@ impl<S> Commas<'_, S> {
     where
         DB: Database,
         S: PushSql<'a, DB>,
-        T: 'a + Encode<'a, DB> + Type<DB>,
+        T: SqlValue<'a>,
     {
         if !self.first {
             self.sql.push(", ");

@@ -1,8 +1,15 @@
 //! Retention: deletes operations long past their `expires_at`, with their events, and
 //! expired sessions, a small batch per transaction so the writer is never held for long.
-//! Written once for both databases; the backend passes its write transaction.
+//! Written once for both databases; the backend gives its write transaction.
 
+use app::ledger::metrics::minute_start;
+use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::backend::{SqlBackend, SqlStore};
+use super::dialect::{Bind, Dialect, Fetch, Run};
+use super::store_error;
 
 /// What one round deleted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -69,69 +76,45 @@ pub fn delete_operations(count: usize) -> String {
 pub const DELETE_SESSIONS: &str = r#"delete from sessions where token_hash in
     (select token_hash from sessions where expires_at < $1 limit $2)"#;
 
-/// Implements `purge_round` for a backend store. Expects `begin_write(&self)` in scope.
-macro_rules! impl_retention {
-    (store: $store:ident) => {
-        impl $store {
-            /// One retention round: at most `round.batch` rows of each kind, one transaction.
-            pub async fn purge_round(
-                &self,
-                round: &crate::storage::retention_sql::RetentionRound,
-            ) -> Result<crate::storage::retention_sql::Purged, StoreError> {
-                use crate::storage::retention_sql::*;
-                self.quiet_events.flush().await;
-                let mut tx = self.begin_write().await?;
-                let (rolled_until,): (i64,) = sqlx::query_as(
-                    "select rolled_until from metrics_rollup where name = 'event_minutes'",
-                )
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(store_error)?;
-                let ids: Vec<(uuid::Uuid,)> = sqlx::query_as(CANDIDATES)
-                    .bind(round.expired_before)
-                    .bind(app::ledger::metrics::minute_start(rolled_until))
-                    .bind(round.batch)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(store_error)?;
-                let mut purged = Purged::default();
-                if !ids.is_empty() {
-                    let sql = delete_events(ids.len());
-                    let mut query = sqlx::query(&sql).bind(round.batch);
-                    for (id,) in &ids {
-                        query = query.bind(*id);
-                    }
-                    purged.events = query
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(store_error)?
-                        .rows_affected();
-                    // Fewer than a batch: no event of these operations is left.
-                    if purged.events < round.batch.unsigned_abs() {
-                        let sql = delete_operations(ids.len());
-                        let mut query = sqlx::query(&sql);
-                        for (id,) in &ids {
-                            query = query.bind(*id);
-                        }
-                        purged.operations = query
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(store_error)?
-                            .rows_affected();
-                    }
+impl<B: SqlBackend> SqlStore<B> {
+    /// One retention round: at most `round.batch` rows of each kind, one transaction.
+    pub(crate) async fn purge_round(&self, round: &RetentionRound) -> Result<Purged, StoreError> {
+        self.0.quiet_events().flush().await;
+        let mut tx = self.0.begin_write().await?;
+        let (rolled_until,): (i64,) =
+            B::Db::query_as("select rolled_until from metrics_rollup where name = 'event_minutes'")
+                .row(&mut tx)
+                .await?;
+        let ids: Vec<(Uuid,)> = B::Db::query_as(CANDIDATES)
+            .param(round.expired_before)
+            .param(minute_start(rolled_until))
+            .param(round.batch)
+            .rows(&mut tx)
+            .await?;
+        let mut purged = Purged::default();
+        if !ids.is_empty() {
+            let sql = delete_events(ids.len());
+            let mut query = sqlx::query::<B::Db>(&sql).param(round.batch);
+            for (id,) in &ids {
+                query = query.param(*id);
+            }
+            purged.events = query.run(&mut tx).await?;
+            // Fewer than a batch: no event of these operations is left.
+            if purged.events < round.batch.unsigned_abs() {
+                let sql = delete_operations(ids.len());
+                let mut query = sqlx::query::<B::Db>(&sql);
+                for (id,) in &ids {
+                    query = query.param(*id);
                 }
-                purged.sessions = sqlx::query(DELETE_SESSIONS)
-                    .bind(round.now)
-                    .bind(round.batch)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(store_error)?
-                    .rows_affected();
-                tx.commit().await.map_err(store_error)?;
-                Ok(purged)
+                purged.operations = query.run(&mut tx).await?;
             }
         }
-    };
+        purged.sessions = sqlx::query::<B::Db>(DELETE_SESSIONS)
+            .param(round.now)
+            .param(round.batch)
+            .run(&mut tx)
+            .await?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(purged)
+    }
 }
-
-pub(super) use impl_retention;

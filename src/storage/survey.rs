@@ -8,7 +8,11 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ColumnIndex, ConnectOptions, Connection, Decode, Row, Type};
 use std::str::FromStr;
 
-use super::{Database, OpenError};
+use app::store_error::StoreError;
+
+use super::backend::{SqlBackend, SqlStore};
+use super::dialect::{Bind, Dialect, Fetch, Run};
+use super::OpenError;
 
 /// The tables whose rows the demo must not mix with its own, with what they hold.
 const REAL_DATA: [(&str, &str); 4] = [
@@ -142,7 +146,7 @@ impl Survey {
 /// Claims the (migrated) database for the demo: marks it unless it holds something already,
 /// in one statement, so real data written since the survey is never claimed. Returns
 /// whether the database is the demo's (marked now or before).
-pub async fn claim_for_demo(database: &Database) -> Result<bool, sqlx::Error> {
+pub(super) async fn claim_for_demo<B: SqlBackend>(store: &SqlStore<B>) -> Result<bool, StoreError> {
     let claim = format!(
         "insert into {DEMO_MARK} (id, marked_at) select 1, $1 \
          where not exists (select 1 from users) and not exists (select 1 from api_keys) \
@@ -150,19 +154,11 @@ pub async fn claim_for_demo(database: &Database) -> Result<bool, sqlx::Error> {
          on conflict (id) do nothing"
     );
     let check = format!("select exists(select 1 from {DEMO_MARK})");
-    let now = Utc::now();
-    let (marked,): (bool,) = match database {
-        Database::Sqlite(store) => {
-            sqlx::query(&claim)
-                .bind(now)
-                .execute(store.writer())
-                .await?;
-            sqlx::query_as(&check).fetch_one(store.writer()).await?
-        }
-        Database::Postgres(store) => {
-            sqlx::query(&claim).bind(now).execute(store.pool()).await?;
-            sqlx::query_as(&check).fetch_one(store.pool()).await?
-        }
-    };
+    let mut conn = store.0.write_connection().await?;
+    sqlx::query::<B::Db>(&claim)
+        .param(Utc::now())
+        .run(&mut conn)
+        .await?;
+    let (marked,): (bool,) = B::Db::query_as(&check).row(&mut conn).await?;
     Ok(marked)
 }

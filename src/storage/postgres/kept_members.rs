@@ -318,17 +318,23 @@ pub(super) async fn fence(pool: &PgPool) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::super::PostgresStore;
+    use crate::storage::backend::SqlBackend as _;
+    use crate::storage::backend::SqlStore;
+    use crate::storage::ledger_sql::LedgerBackend as _;
+
+    /// The ledger on a PostgreSQL store.
+    type Store = SqlStore<PostgresStore>;
     use crate::storage::conformance::ledger::{complete, fresh, request, start};
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{Claim, ClaimRequest, LedgerStore, Operation, Settlement};
 
     /// A store as `idem serve` opens it, migrated, once it answers from memory.
-    async fn serving(db: &TestDatabase) -> PostgresStore {
+    async fn serving(db: &TestDatabase) -> Store {
         let store = PostgresStore::open_to_serve(db.url()).await.unwrap();
         store.migrate().await.unwrap();
         for _ in 0..1000 {
             if store.kept().is_some() {
-                return store;
+                return SqlStore(store);
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
@@ -337,7 +343,7 @@ mod tests {
 
     /// `order` claimed and completed through `store`, then replayed there once, which keeps
     /// its outcome in memory.
-    async fn kept_outcome(store: &PostgresStore, order: &ClaimRequest) -> Operation {
+    async fn kept_outcome(store: &Store, order: &ClaimRequest) -> Operation {
         let (started, token) = start(store, order).await;
         complete(store, order, started.id, &token, "agent:t")
             .await
@@ -348,8 +354,9 @@ mod tests {
         for _ in 0..100 {
             let replay = store.claim(order, "agent:t", fresh()).await.unwrap();
             assert!(matches!(replay.outcome, Claim::Replayed { .. }));
-            super::fence(&store.pool).await.unwrap();
+            super::fence(&store.0.pool).await.unwrap();
             if store
+                .0
                 .kept()
                 .unwrap()
                 .get(&order.namespace, &order.key)
@@ -363,7 +370,7 @@ mod tests {
     }
 
     /// A person ends the operation's key's life through `store`; it answers once done.
-    async fn expire(store: &PostgresStore, id: uuid::Uuid) {
+    async fn expire(store: &Store, id: uuid::Uuid) {
         let expiry = Settlement::Expire {
             reason: "ended by hand".into(),
         };
@@ -387,6 +394,7 @@ mod tests {
 
         expire(&second, operation.id).await;
         let kept = first
+            .0
             .kept()
             .and_then(|rows| rows.get(&order.namespace, &order.key));
         assert!(kept.is_none(), "forgotten before the expiry answered");
@@ -396,8 +404,8 @@ mod tests {
             "{:?}",
             next.outcome
         );
-        first.close().await;
-        second.close().await;
+        first.0.close().await;
+        second.0.close().await;
     }
 
     /// A member that stopped acknowledging (a process that died) holds a change up only
@@ -417,7 +425,7 @@ mod tests {
              values ($1, clock_timestamp() + interval '1 second', 0)",
         )
         .bind(silent)
-        .execute(&store.pool)
+        .execute(&store.0.pool)
         .await
         .unwrap();
 
@@ -426,14 +434,14 @@ mod tests {
             "select lease_until <= clock_timestamp() from kept_members where id = $1",
         )
         .bind(silent)
-        .fetch_one(&store.pool)
+        .fetch_one(&store.0.pool)
         .await
         .unwrap();
         assert!(
             lapsed,
             "the expiry answered only once the silent lease had ended"
         );
-        store.close().await;
+        store.0.close().await;
     }
 
     /// A member whose listener lost its connection may have missed announcements: it
@@ -449,17 +457,18 @@ mod tests {
             "select count(pg_terminate_backend(pid)) from pg_stat_activity \
              where datname = current_database() and query like 'LISTEN%'",
         )
-        .fetch_one(&store.pool)
+        .fetch_one(&store.0.pool)
         .await
         .unwrap();
         assert_eq!(cut, 1, "one listener");
         // Well within the 10 s a kept outcome lives anyway.
         for _ in 0..500 {
             let forgotten = store
+                .0
                 .kept()
                 .map(|rows| rows.get(&order.namespace, &order.key).is_none());
             if forgotten == Some(true) {
-                store.close().await;
+                store.0.close().await;
                 return;
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -513,8 +522,8 @@ mod tests {
             super::LEASE_SECONDS as u64 + 1,
         ))
         .await;
-        assert!(store.kept().is_some(), "its beats renewed the lease");
-        store.close().await;
+        assert!(store.0.kept().is_some(), "its beats renewed the lease");
+        store.0.close().await;
     }
 
     /// The row of a member that died without leaving goes with a later beat, an hour on.
@@ -540,7 +549,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(left, 0);
-        store.close().await;
+        store.0.close().await;
         command.close().await;
     }
 

@@ -6,12 +6,10 @@
 //! guarded by what it read. Time is the database's, so every process agrees on leases and
 //! expiry.
 
-use app::domain::{IdempotencyKey, Namespace, OperationStatus, ToolName, ToolPolicy};
+use app::domain::{Namespace, OperationStatus};
 use app::ledger::{
-    decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
-    ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationChange, OperationFilter,
-    RegisteredTool, Report, ReportRefused, SettleRefused, Settlement, Verdict, VerdictRefused,
-    Write,
+    decide_claim, decide_report, Claim, ClaimRequest, Decision, Event, Fresh, Operation, Report,
+    ReportRefused, Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
@@ -23,78 +21,13 @@ use uuid::Uuid;
 
 use super::PostgresStore;
 use crate::storage::kept_rows::{KeptRows, MadeWrites};
-use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
-use crate::storage::operation_rows::{
-    list_query, to_text, CreatedValues, EventRow, OperationRow, ToolRow, UpdatedValues,
-    CREATED_COLUMNS, OPERATION_COLUMNS, UPDATED_COLUMNS,
+use crate::storage::ledger_sql::{
+    insert_events, push_insert, push_write, LedgerBackend, EVENTS_PER_STATEMENT, INSERT_EVENTS,
 };
+use crate::storage::operation_rows::{OperationRow, OPERATION_COLUMNS};
 use crate::storage::quiet_events::EventSink;
 use crate::storage::store_error;
 use crate::storage::Staging;
-
-/// The database's clock, shared by every idem process.
-pub(super) async fn now(tx: &mut PgConnection) -> Result<DateTime<Utc>, StoreError> {
-    let (now,): (DateTime<Utc>,) = sqlx::query_as("select clock_timestamp()")
-        .fetch_one(tx)
-        .await
-        .map_err(store_error)?;
-    Ok(now)
-}
-
-/// The live operation of a key (locked: `for update`) and the database's time, in one round
-/// trip.
-async fn live_now(
-    conn: &mut PgConnection,
-    namespace: &Namespace,
-    key: &str,
-    lock: bool,
-) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-    let lock = if lock { " for update" } else { "" };
-    let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where namespace = $1 and key = $2 and retired_at is null{lock}");
-    let row: Option<ReadAtRow> = sqlx::query_as(&sql)
-        .bind(namespace.as_str())
-        .bind(key)
-        .fetch_optional(conn)
-        .await
-        .map_err(store_error)?;
-    row.map(ReadAtRow::into_pair).transpose()
-}
-
-/// The live operation of a key, if any, and the database's time, in one round trip also
-/// when there is none: the operation is joined to a one-row clock.
-async fn key_now(
-    conn: &mut PgConnection,
-    namespace: &Namespace,
-    key: &str,
-) -> Result<(Option<Operation>, DateTime<Utc>), StoreError> {
-    let sql = format!(
-        "select {OPERATION_COLUMNS}, read_at from (select clock_timestamp() as read_at) as clock \
-         left join operations on namespace = $1 and key = $2 and retired_at is null"
-    );
-    let row = sqlx::query(&sql)
-        .bind(namespace.as_str())
-        .bind(key)
-        .fetch_one(conn)
-        .await
-        .map_err(store_error)?;
-    let read_at: DateTime<Utc> = row.try_get("read_at").map_err(store_error)?;
-    let id: Option<Uuid> = row.try_get("id").map_err(store_error)?;
-    let live = match id {
-        Some(_) => Some(Operation::try_from(
-            OperationRow::from_row(&row).map_err(store_error)?,
-        )?),
-        None => None,
-    };
-    Ok((live, read_at))
-}
-
-/// An operation by id, locked, and the database's time, in one round trip.
-async fn locked_now(
-    conn: &mut PgConnection,
-    id: Uuid,
-) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-    by_id_now(conn, id, " for update").await
-}
 
 /// An operation by id (with `lock`, if any) and the database's time, in one round trip.
 async fn by_id_now(
@@ -137,30 +70,6 @@ async fn changing(
     }
 }
 
-/// A change's writes and its events, in as few round trips as one statement each can carry:
-/// the last write takes the events along in a data-modifying `with` (`with written as
-/// (<write> returning 1) insert into operation_events select … from written`), so the usual
-/// change of one write is one round trip. The events follow only a write that changed its
-/// row; fewer rows than events means it did not (`Stale`, rolled back).
-async fn stage_writes(
-    tx: &mut PgConnection,
-    writes: &[Write],
-    events: &[Event],
-) -> Result<(), StoreError> {
-    let Some((last, first)) = writes.split_last() else {
-        return insert_events(tx, events).await;
-    };
-    apply(tx, first).await?;
-    if events.is_empty() || events.len() > EVENTS_PER_STATEMENT {
-        apply(tx, std::slice::from_ref(last)).await?;
-        return insert_events(tx, events).await;
-    }
-    let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
-    push_write(&mut sql, last);
-    push_events_of_written(&mut sql, events);
-    changing(sql, tx, events.len() as u64).await
-}
-
 /// Ends the write in `sql` (opened by `with written as (`) and appends its events, one row
 /// each for every row the write changed (at most one): ` returning 1) insert into
 /// operation_events select … from written union all …`. Needs 1 to `EVENTS_PER_STATEMENT`
@@ -185,44 +94,6 @@ fn push_events_of_written<'a>(sql: &mut sqlx::QueryBuilder<'a, Postgres>, events
     }
 }
 
-/// Every claim on PostgreSQL reads its key first: another process may have taken it, and
-/// the read is what answers a replay without a write.
-fn may_skip_read(_: &PostgresStore, _: &ClaimRequest) -> bool {
-    false
-}
-
-/// Nothing to remember: every claim reads first.
-fn key_taken(_: &PostgresStore, _: &Namespace, _: &IdempotencyKey) {}
-
-/// A claim whose key had no live operation when it was read (at `read_at`, the database's
-/// time): the new operation and its events are written as one statement outside a
-/// transaction (`with written as (insert … on conflict do nothing returning 1) insert into
-/// operation_events …`), one round trip instead of four (begin, locked read, write,
-/// commit). The unique index on a key's live operation decides: when another claim took the
-/// key in between (in this process or another), nothing is written, and `None` sends the
-/// claim back to be decided from a locked read.
-async fn claim_new_key(
-    store: &PostgresStore,
-    request: &ClaimRequest,
-    actor: &str,
-    fresh: &Fresh,
-    read_at: Option<DateTime<Utc>>,
-) -> Result<Option<Decision<Claim>>, StoreError> {
-    // Every claim reads its key here first (see `may_skip_read`).
-    let Some(read_at) = read_at else {
-        return Ok(None);
-    };
-    let decision = decide_claim(None, request, actor, fresh.clone(), read_at);
-    let [Write::Insert(operation)] = decision.writes.as_slice() else {
-        return Ok(None);
-    };
-    let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
-    push_insert(&mut sql, operation);
-    sql.push(" on conflict do nothing");
-    let applied = write_alone(sql, &decision.state_events(), &store.pool).await?;
-    Ok(applied.then_some(decision))
-}
-
 /// Runs a write (opened in `sql` by `with written as (`, guarded to change one row or none)
 /// with its events as one statement, which is atomic without a transaction. Whether it
 /// changed its row (and so wrote the events); `false`, with nothing written, also for a
@@ -239,34 +110,6 @@ async fn write_alone<'a>(
     let done = sql.build().execute(pool).await.map_err(store_error)?;
     // The events follow the one row the write changed, or none: no other count can come.
     Ok(done.rows_affected() == events.len() as u64)
-}
-
-/// A completion (or a report of `unknown`) of a pending operation, decided from a read
-/// without a lock and written as one statement outside a transaction, guarded by what was
-/// read (status, lease token, `updated_at`: any change to a pending operation moves one of
-/// them), its events riding along (`with written as (update … returning 1) insert …`). One
-/// statement is atomic on its own, so the report costs two round trips instead of four
-/// (begin, locked read, write, commit). `None` when it is not such a report, or the row moved
-/// meanwhile — then it is decided again under the lock.
-async fn report_from_read(
-    store: &PostgresStore,
-    namespace: &Namespace,
-    id: Uuid,
-    token: &str,
-    report: &Report,
-    actor: &str,
-) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
-    let mut conn = store.pool.acquire().await.map_err(store_error)?;
-    let Some((before, now)) = by_id_now(&mut conn, id, "").await? else {
-        return Ok(None);
-    };
-    drop(conn);
-    if &before.namespace != namespace {
-        return Ok(None);
-    }
-    let decision = decide_report(before.clone(), token, report, actor, now);
-    let applied = write_if_unchanged(store, &before, &decision).await?;
-    Ok(applied.then_some(decision))
 }
 
 /// Writes a decision on a pending operation (its one update and its events) as one
@@ -309,22 +152,29 @@ impl ReadAtRow {
     }
 }
 
-/// Runs a change (as `write`); if it replaced a final outcome, answers only once every
-/// process that keeps outcomes in memory has forgotten it (`kept_members::fence`). Each
-/// process forgets by itself, from the change's announcement, even if this caller goes away.
-async fn write_and_forget<T, F>(store: &PostgresStore, work: F) -> Result<T, StoreError>
-where
-    T: MadeWrites + Send + 'static,
-    F: for<'c> Fn(&'c mut PgConnection) -> Staging<'c, T> + Send + 'static,
-{
-    let made = store.write(work).await?;
-    if KeptRows::replaced_final(made.writes()) {
-        super::kept_members::fence(&store.pool).await?;
-    }
-    Ok(made)
+/// Quiet events are written in their own transactions, many rows per statement.
+pub(super) fn quiet_event_sink(pool: PgPool) -> Arc<dyn EventSink> {
+    Arc::new(QuietEventSink(pool))
 }
 
-impl PostgresStore {
+struct QuietEventSink(PgPool);
+
+#[async_trait::async_trait]
+impl EventSink for QuietEventSink {
+    async fn write_events(&self, events: &[Event]) -> Result<(), StoreError> {
+        let mut tx = self.0.begin().await.map_err(store_error)?;
+        insert_events::<Postgres>(&mut tx, events).await?;
+        tx.commit().await.map_err(store_error)
+    }
+}
+
+impl LedgerBackend for PostgresStore {
+    /// The final outcomes kept in memory, while this process may answer from them (see
+    /// `kept_members`: other processes change the database too).
+    fn kept(&self) -> Option<&KeptRows> {
+        self.membership.as_ref()?.rows()
+    }
+
     /// One transaction per change: PostgreSQL commits concurrent transactions together
     /// itself. Changes travel by the `operations_announce` trigger, so nothing is published
     /// here.
@@ -338,47 +188,186 @@ impl PostgresStore {
         tx.commit().await.map_err(store_error)?;
         Ok(output)
     }
-}
 
-/// Quiet events are written in their own transactions, many rows per statement.
-pub(super) fn quiet_event_sink(pool: PgPool) -> Arc<dyn EventSink> {
-    Arc::new(QuietEventSink(pool))
-}
+    /// Runs a change (as `write`); if it replaced a final outcome, answers only once every
+    /// process that keeps outcomes in memory has forgotten it (`kept_members::fence`). Each
+    /// process forgets by itself, from the change's announcement, even if this caller goes away.
+    async fn write_and_forget<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: MadeWrites + Send + 'static,
+        F: for<'c> Fn(&'c mut PgConnection) -> Staging<'c, T> + Send + 'static,
+    {
+        let made = self.write(work).await?;
+        if KeptRows::replaced_final(made.writes()) {
+            super::kept_members::fence(&self.pool).await?;
+        }
+        Ok(made)
+    }
 
-struct QuietEventSink(PgPool);
+    /// The live operation of a key (locked: `for update`) and the database's time, in one round
+    /// trip.
+    async fn live_now(
+        conn: &mut PgConnection,
+        namespace: &Namespace,
+        key: &str,
+        lock: bool,
+    ) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+        let lock = if lock { " for update" } else { "" };
+        let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where namespace = $1 and key = $2 and retired_at is null{lock}");
+        let row: Option<ReadAtRow> = sqlx::query_as(&sql)
+            .bind(namespace.as_str())
+            .bind(key)
+            .fetch_optional(conn)
+            .await
+            .map_err(store_error)?;
+        row.map(ReadAtRow::into_pair).transpose()
+    }
 
-#[async_trait::async_trait]
-impl EventSink for QuietEventSink {
-    async fn write_events(&self, events: &[Event]) -> Result<(), StoreError> {
-        let mut tx = self.0.begin().await.map_err(store_error)?;
-        insert_events(&mut tx, events).await?;
-        tx.commit().await.map_err(store_error)
+    /// The live operation of a key, if any, and the database's time, in one round trip also
+    /// when there is none: the operation is joined to a one-row clock.
+    async fn key_now(
+        conn: &mut PgConnection,
+        namespace: &Namespace,
+        key: &str,
+    ) -> Result<(Option<Operation>, DateTime<Utc>), StoreError> {
+        let sql = format!(
+            "select {OPERATION_COLUMNS}, read_at from (select clock_timestamp() as read_at) as clock \
+             left join operations on namespace = $1 and key = $2 and retired_at is null"
+        );
+        let row = sqlx::query(&sql)
+            .bind(namespace.as_str())
+            .bind(key)
+            .fetch_one(conn)
+            .await
+            .map_err(store_error)?;
+        let read_at: DateTime<Utc> = row.try_get("read_at").map_err(store_error)?;
+        let id: Option<Uuid> = row.try_get("id").map_err(store_error)?;
+        let live = match id {
+            Some(_) => Some(Operation::try_from(
+                OperationRow::from_row(&row).map_err(store_error)?,
+            )?),
+            None => None,
+        };
+        Ok((live, read_at))
+    }
+
+    /// An operation by id, locked, and the database's time, in one round trip.
+    async fn locked_now(
+        conn: &mut PgConnection,
+        id: Uuid,
+    ) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+        by_id_now(conn, id, " for update").await
+    }
+
+    /// A change's writes and its events, in as few round trips as one statement each can carry:
+    /// the last write takes the events along in a data-modifying `with` (`with written as
+    /// (<write> returning 1) insert into operation_events select … from written`), so the usual
+    /// change of one write is one round trip. The events follow only a write that changed its
+    /// row; fewer rows than events means it did not (`Stale`, rolled back).
+    async fn stage_writes(
+        tx: &mut PgConnection,
+        writes: &[Write],
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        let Some((last, first)) = writes.split_last() else {
+            return insert_events::<Postgres>(tx, events).await;
+        };
+        apply(tx, first).await?;
+        if events.is_empty() || events.len() > EVENTS_PER_STATEMENT {
+            apply(tx, std::slice::from_ref(last)).await?;
+            return insert_events::<Postgres>(tx, events).await;
+        }
+        let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
+        push_write(&mut sql, last);
+        push_events_of_written(&mut sql, events);
+        changing(sql, tx, events.len() as u64).await
+    }
+
+    /// A claim whose key had no live operation when it was read (at `read_at`, the database's
+    /// time): the new operation and its events are written as one statement outside a
+    /// transaction (`with written as (insert … on conflict do nothing returning 1) insert into
+    /// operation_events …`), one round trip instead of four (begin, locked read, write,
+    /// commit). The unique index on a key's live operation decides: when another claim took the
+    /// key in between (in this process or another), nothing is written, and `None` sends the
+    /// claim back to be decided from a locked read.
+    async fn claim_new_key(
+        &self,
+        request: &ClaimRequest,
+        actor: &str,
+        fresh: &Fresh,
+        read_at: Option<DateTime<Utc>>,
+    ) -> Result<Option<Decision<Claim>>, StoreError> {
+        // Every claim on PostgreSQL reads its key first (`may_skip_read` is false): another
+        // process may have taken it, and the read is what answers a replay without a write.
+        let Some(read_at) = read_at else {
+            return Ok(None);
+        };
+        let decision = decide_claim(None, request, actor, fresh.clone(), read_at);
+        let [Write::Insert(operation)] = decision.writes.as_slice() else {
+            return Ok(None);
+        };
+        let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
+        push_insert(&mut sql, operation);
+        sql.push(" on conflict do nothing");
+        let applied = write_alone(sql, &decision.state_events(), &self.pool).await?;
+        Ok(applied.then_some(decision))
+    }
+
+    /// A completion (or a report of `unknown`) of a pending operation, decided from a read
+    /// without a lock and written as one statement outside a transaction, guarded by what was
+    /// read (status, lease token, `updated_at`: any change to a pending operation moves one of
+    /// them), its events riding along (`with written as (update … returning 1) insert …`). One
+    /// statement is atomic on its own, so the report costs two round trips instead of four
+    /// (begin, locked read, write, commit). `None` when it is not such a report, or the row moved
+    /// meanwhile — then it is decided again under the lock.
+    async fn report_from_read(
+        &self,
+        namespace: &Namespace,
+        id: Uuid,
+        token: &str,
+        report: &Report,
+        actor: &str,
+    ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(store_error)?;
+        let Some((before, now)) = by_id_now(&mut conn, id, "").await? else {
+            return Ok(None);
+        };
+        drop(conn);
+        if &before.namespace != namespace {
+            return Ok(None);
+        }
+        let decision = decide_report(before.clone(), token, report, actor, now);
+        let applied = write_if_unchanged(self, &before, &decision).await?;
+        Ok(applied.then_some(decision))
     }
 }
-
-impl_ledger_store!(store: PostgresStore, db: Postgres, conn: PgConnection, lock: " for update",
-    skip_locked: " for update skip locked", reader: pool);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::backend::SqlBackend as _;
+    use crate::storage::backend::SqlStore;
     use crate::storage::conformance::ledger::{
         fresh, late_completion, overtaken_completion, request, start, succeeded, taken_over_digest,
     };
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
 
+    /// The ledger on a PostgreSQL store.
+    type Store = SqlStore<PostgresStore>;
+
     /// A migrated store with one operation started: the store, its claim, the operation
     /// and its lease token.
-    async fn pending(db: &TestDatabase) -> (PostgresStore, ClaimRequest, Operation, String) {
+    async fn pending(db: &TestDatabase) -> (Store, ClaimRequest, Operation, String) {
         let store = PostgresStore::open(db.url()).await.unwrap();
         store.migrate().await.unwrap();
+        let store = SqlStore(store);
         let order = request("billing", "order-1", "refund");
         let (started, token) = start(&store, &order).await;
         (store, order, started, token)
     }
 
-    async fn kinds_and_actors(store: &PostgresStore, id: Uuid) -> Vec<(EventKind, String)> {
+    async fn kinds_and_actors(store: &Store, id: Uuid) -> Vec<(EventKind, String)> {
         let events = store.events(id).await.unwrap();
         events.into_iter().map(|e| (e.kind, e.actor)).collect()
     }
@@ -390,15 +379,18 @@ mod tests {
         let db = TestDatabase::create(Backend::Postgres).await;
         let store = PostgresStore::open(db.url()).await.unwrap();
         store.migrate().await.unwrap();
+        let store = SqlStore(store);
         let order = request("billing", "order-1", "refund");
-        let mut conn = store.pool.acquire().await.unwrap();
-        let (none, read_at) = key_now(&mut conn, &order.namespace, "order-1")
+        let mut conn = store.0.pool.acquire().await.unwrap();
+        let (none, read_at) = PostgresStore::key_now(&mut conn, &order.namespace, "order-1")
             .await
             .unwrap();
         assert!(none.is_none());
         drop(conn);
 
-        let first = claim_new_key(&store, &order, "agent:first", &fresh(), Some(read_at))
+        let first = store
+            .0
+            .claim_new_key(&order, "agent:first", &fresh(), Some(read_at))
             .await
             .unwrap()
             .expect("claimed");
@@ -409,13 +401,15 @@ mod tests {
             store.operation(operation.id).await.unwrap(),
             Some(operation.clone())
         );
-        let second = claim_new_key(&store, &order, "agent:second", &fresh(), Some(read_at))
+        let second = store
+            .0
+            .claim_new_key(&order, "agent:second", &fresh(), Some(read_at))
             .await
             .unwrap();
         assert!(second.is_none(), "the key is taken");
 
-        let mut conn = store.pool.acquire().await.unwrap();
-        let (live, _) = key_now(&mut conn, &order.namespace, "order-1")
+        let mut conn = store.0.pool.acquire().await.unwrap();
+        let (live, _) = PostgresStore::key_now(&mut conn, &order.namespace, "order-1")
             .await
             .unwrap();
         assert_eq!(
@@ -429,11 +423,11 @@ mod tests {
             [(EventKind::Claimed, "agent:first".to_owned())]
         );
         let all: i64 = sqlx::query_scalar("select count(*) from operation_events")
-            .fetch_one(&store.pool)
+            .fetch_one(&store.0.pool)
             .await
             .unwrap();
         assert_eq!(all, 1, "the second claim wrote no event");
-        store.close().await;
+        store.0.close().await;
     }
 
     /// The fast way is taken for a plain completion (were it skipped, completions would still
@@ -442,17 +436,18 @@ mod tests {
     async fn a_completion_of_an_unchanged_pending_operation_is_one_statement() {
         let db = TestDatabase::create(Backend::Postgres).await;
         let (store, order, started, token) = pending(&db).await;
-        let decided = report_from_read(
-            &store,
-            &order.namespace,
-            started.id,
-            &token,
-            &succeeded(),
-            "agent:t",
-        )
-        .await
-        .unwrap()
-        .expect("decided from the read");
+        let decided = store
+            .0
+            .report_from_read(
+                &order.namespace,
+                started.id,
+                &token,
+                &succeeded(),
+                "agent:t",
+            )
+            .await
+            .unwrap()
+            .expect("decided from the read");
         let completed = decided.outcome.expect("accepted");
         let stored = store.operation(started.id).await.unwrap().unwrap();
         assert_eq!(stored, completed, "what was answered is what is stored");
@@ -463,7 +458,7 @@ mod tests {
                 (EventKind::Completed, "agent:t".to_owned())
             ]
         );
-        store.close().await;
+        store.0.close().await;
     }
 
     /// A completion written from a read that another completion overtook changes nothing:
@@ -474,11 +469,11 @@ mod tests {
         let (store, order, before, token) = pending(&db).await;
         let late = overtaken_completion(&store, &order, &before, &token).await;
 
-        assert!(!write_if_unchanged(&store, &before, &late).await.unwrap());
+        assert!(!write_if_unchanged(&store.0, &before, &late).await.unwrap());
         let events = kinds_and_actors(&store, before.id).await;
         assert_eq!(events.len(), 2, "{events:?}");
         assert_eq!(events[1], (EventKind::Completed, "agent:first".to_owned()));
-        store.close().await;
+        store.0.close().await;
     }
 
     /// The same guard catches a new lease on a still pending operation (a takeover).
@@ -490,11 +485,11 @@ mod tests {
         sqlx::query("update operations set lease_token = $2 where id = $1")
             .bind(before.id)
             .bind(taken_over_digest())
-            .execute(&store.pool)
+            .execute(&store.0.pool)
             .await
             .unwrap();
 
-        assert!(!write_if_unchanged(&store, &before, &stale).await.unwrap());
+        assert!(!write_if_unchanged(&store.0, &before, &stale).await.unwrap());
         let stored = store.operation(before.id).await.unwrap().unwrap();
         assert_eq!(
             stored.status,
@@ -502,6 +497,6 @@ mod tests {
             "the old lease completed nothing"
         );
         assert_eq!(kinds_and_actors(&store, before.id).await.len(), 1);
-        store.close().await;
+        store.0.close().await;
     }
 }

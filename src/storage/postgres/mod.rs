@@ -8,17 +8,12 @@ use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::kept_rows::KeptRows;
 use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
 use kept_members::{Membership, BEAT, FENCES_CHANNEL};
 
-mod identity;
 mod kept_members;
 mod ledger;
-mod metrics;
-
-use crate::storage::audit_sql::impl_audit_store;
 
 /// The channel operation changes are notified on.
 const CHANGES_CHANNEL: &str = "idem_operations";
@@ -34,17 +29,6 @@ pub struct PostgresStore {
 }
 
 impl PostgresStore {
-    /// The final outcomes kept in memory, while this process may answer from them (see
-    /// `kept_members`: other processes change the database too).
-    pub(super) fn kept(&self) -> Option<&KeptRows> {
-        self.membership.as_ref()?.rows()
-    }
-
-    /// The pool (for the demo's claim of the database, `survey`).
-    pub(super) fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
     /// Connects for `idem serve`: as [`PostgresStore::open`], and the process keeps final
     /// outcomes in memory as a member of `kept_members` (it joins once migrated).
     pub async fn open_to_serve(url: &str) -> Result<Self, OpenError> {
@@ -88,11 +72,6 @@ impl PostgresStore {
         })
     }
 
-    /// Every operation change committed by any process on this database.
-    pub fn changes(&self) -> &Changes {
-        &self.changes
-    }
-
     /// Brings the schema up to date; then a serving store joins the members.
     pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
         sqlx::migrate!("migrations/postgres")
@@ -104,22 +83,6 @@ impl PostgresStore {
             }
         }
         Ok(())
-    }
-
-    pub(super) async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("select 1")
-            .execute(&self.pool)
-            .await
-            .map_err(store_error)?;
-        Ok(())
-    }
-
-    pub(super) async fn close(&self) {
-        self.quiet_events.flush().await;
-        if let Some(membership) = &self.membership {
-            membership.leave(&self.pool).await;
-        }
-        self.pool.close().await;
     }
 }
 
@@ -215,4 +178,34 @@ async fn fence_seen(membership: &Membership, payload: &str, pool: &PgPool) {
     }
 }
 
-impl_audit_store!(store: PostgresStore, reader: pool, writer: pool);
+impl crate::storage::backend::SqlBackend for PostgresStore {
+    type Db = sqlx::Postgres;
+
+    fn reader(&self) -> &PgPool {
+        &self.pool
+    }
+
+    fn writer(&self) -> &PgPool {
+        &self.pool
+    }
+
+    fn changes(&self) -> &Changes {
+        &self.changes
+    }
+
+    fn quiet_events(&self) -> &QuietEvents {
+        &self.quiet_events
+    }
+
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
+        self.pool.begin().await.map_err(store_error)
+    }
+
+    async fn close(&self) {
+        self.quiet_events.flush().await;
+        if let Some(membership) = &self.membership {
+            membership.leave(&self.pool).await;
+        }
+        self.pool.close().await;
+    }
+}

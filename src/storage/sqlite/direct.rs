@@ -20,9 +20,10 @@ use rusqlite::{ffi, ToSql};
 use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
 use sqlx::sqlite::{LockedSqliteHandle, SqliteArgumentValue};
-use sqlx::{Encode, Sqlite, SqliteConnection, Type};
+use sqlx::{Encode, Sqlite, SqliteConnection};
 use std::fmt::{Display, Write as _};
 
+use crate::storage::dialect::SqlValue;
 use crate::storage::push_sql::PushSql;
 use crate::storage::store_error;
 
@@ -109,13 +110,10 @@ impl<'a> PushSql<'a, Sqlite> for DirectStatement<'a> {
         self
     }
 
-    fn push_bind<T>(&mut self, value: T) -> &mut Self
-    where
-        T: 'a + Encode<'a, Sqlite> + Type<Sqlite>,
-    {
+    fn push_bind<T: SqlValue<'a>>(&mut self, value: T) -> &mut Self {
         self.sql.push('?');
         let before = self.values.len();
-        match value.encode(&mut self.values) {
+        match Encode::<Sqlite>::encode(value, &mut self.values) {
             Ok(IsNull::Yes) => self.values.push(SqliteArgumentValue::Null),
             Ok(IsNull::No) => {}
             Err(error) => {

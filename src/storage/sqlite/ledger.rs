@@ -2,16 +2,13 @@
 //! `BEGIN IMMEDIATE`, so a claim's read and write never interleave with another's and no
 //! lock upgrade can deadlock. One process owns the file, so its clock decides time.
 
-use app::domain::{IdempotencyKey, Namespace, OperationStatus, ToolName, ToolPolicy};
+use app::domain::{IdempotencyKey, Namespace, OperationStatus};
 use app::ledger::{
-    decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
-    ClaimRequest, Decision, Event, Fresh, LedgerStore, Operation, OperationChange, OperationFilter,
-    RegisteredTool, Report, ReportRefused, SettleRefused, Settlement, Verdict, VerdictRefused,
-    Write,
+    decide_claim, decide_report, Claim, ClaimRequest, Decision, Event, Fresh, Operation,
+    OperationChange, Report, ReportRefused, Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
-use sqlx::types::Json;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use std::future::Future;
 use std::sync::{Arc, LazyLock};
@@ -20,93 +17,19 @@ use uuid::Uuid;
 use super::direct::DirectStatement;
 use super::group_commit::{GroupCommit, Listed, ListedRows, Shape};
 use super::SqliteStore;
+use crate::storage::dialect::Dialect;
 use crate::storage::kept_rows::{self, KeptRows, MadeWrites};
-use crate::storage::ledger_sql::{impl_ledger_store, FirstRead};
+use crate::storage::ledger_sql::{
+    insert_events, operation_by_id, push_event_rows, push_event_tuples, push_insert_head,
+    push_operation_row, push_updated_values, push_write, LedgerBackend, EVENTS_PER_STATEMENT,
+    INSERT_EVENTS,
+};
 use crate::storage::operation_rows::{
-    list_query, to_text, CreatedValues, EventRow, OperationRow, ToolRow, UpdatedValues,
-    CREATED_COLUMNS, OPERATION_COLUMNS, UPDATED_COLUMNS,
+    to_text, OperationRow, UpdatedValues, OPERATION_COLUMNS, UPDATED_COLUMNS,
 };
 use crate::storage::push_sql::PushSql;
 use crate::storage::quiet_events::EventSink;
 use crate::storage::{store_error, Staging};
-
-/// Now, at the precision both databases keep (microseconds): the process's clock.
-pub(super) async fn now(_: &mut SqliteConnection) -> Result<DateTime<Utc>, StoreError> {
-    Ok(crate::storage::kept_rows::now())
-}
-
-/// The live operation of a key and the time it was read at. The writer's `BEGIN IMMEDIATE`
-/// is SQLite's lock, so `lock` asks for nothing more.
-async fn live_now(
-    conn: &mut SqliteConnection,
-    namespace: &Namespace,
-    key: &str,
-    _lock: bool,
-) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-    let sql = format!("select {OPERATION_COLUMNS} from operations where namespace = $1 and key = $2 and retired_at is null");
-    let live: Option<OperationRow> = sqlx::query_as(&sql)
-        .bind(namespace.as_str())
-        .bind(key)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(store_error)?;
-    let live = live.map(Operation::try_from).transpose()?;
-    let now = now(conn).await?;
-    Ok(live.map(|operation| (operation, now)))
-}
-
-/// The live operation of a key, if any, and the time it was read at.
-async fn key_now(
-    conn: &mut SqliteConnection,
-    namespace: &Namespace,
-    key: &str,
-) -> Result<(Option<Operation>, DateTime<Utc>), StoreError> {
-    Ok(match live_now(conn, namespace, key, false).await? {
-        Some((live, now)) => (Some(live), now),
-        None => (None, now(conn).await?),
-    })
-}
-
-/// An operation by id, in the writer's transaction, and the time it was read at.
-async fn locked_now(
-    conn: &mut SqliteConnection,
-    id: Uuid,
-) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-    let operation = operation_by_id(conn, id, true).await?;
-    let now = now(conn).await?;
-    Ok(operation.map(|operation| (operation, now)))
-}
-
-/// Stages a decision's writes and events as one list of statements, run in one trip to
-/// sqlx's SQLite worker thread: on the single writer that trip, not SQLite's work, is what
-/// a statement costs, so a change costs one trip instead of one per row.
-async fn stage_writes(
-    tx: &mut SqliteConnection,
-    writes: &[Write],
-    events: &[Event],
-) -> Result<(), StoreError> {
-    if writes.is_empty() && events.is_empty() {
-        return Ok(());
-    }
-    let mut sql = QueryBuilder::<Sqlite>::new("");
-    for write in writes {
-        separate(&mut sql);
-        push_write(&mut sql, write);
-    }
-    for chunk in events.chunks(EVENTS_PER_STATEMENT) {
-        separate(&mut sql);
-        sql.push(INSERT_EVENTS);
-        push_event_rows(&mut sql, chunk);
-    }
-    // Each write changes exactly one row and each event is one; fewer means a guarded
-    // transition found the operation moved, which the writer's lock rules out: reported,
-    // and the transaction is rolled back.
-    if rows_changed(sql, tx).await? == (writes.len() + events.len()) as u64 {
-        Ok(())
-    } else {
-        Err(StoreError::Stale)
-    }
-}
 
 /// Runs a list of statements; the rows they changed, all together.
 async fn rows_changed(
@@ -163,45 +86,6 @@ fn guarded_answer<T: Clone>(
             OperationChange::of_writes(&decision.writes),
         ),
         false => (None, Vec::new()),
-    }
-}
-
-/// A claim whose key had no live operation when it was read outside the writer (most likely
-/// still so), or was not read at all (see [`may_skip_read`]): the new operation is inserted
-/// without reading (again), in one list with its events (staged with other such claims,
-/// each statement once for all). The unique index on a key's live operation decides: when the
-/// key is taken, the insert does nothing, nor do the events, and `None` sends the claim back
-/// to be decided from a read. It is decided at the process's clock as it is sent to the
-/// writer.
-async fn claim_new_key(
-    store: &SqliteStore,
-    request: &ClaimRequest,
-    actor: &str,
-    fresh: &Fresh,
-    _read_at: Option<DateTime<Utc>>,
-) -> Result<Option<Decision<Claim>>, StoreError> {
-    let decision = decide_claim(None, request, actor, fresh.clone(), kept_rows::now());
-    let Some(claim) = NewKeyClaim::of(decision) else {
-        return Ok(None);
-    };
-    let writer = store.group_commit.clone();
-    forget_after(store, async move { writer.write_listed(claim).await }).await
-}
-
-/// Whether a claim may be tried as a new key's insert without reading the key first: on the
-/// store that serves the file, for a key not seen live lately. A new key then costs no
-/// read at all, and a taken one a list row that does nothing before its read; a key seen
-/// taken is read first for a while (a storm of duplicates of one key, retries of a replay).
-fn may_skip_read(store: &SqliteStore, request: &ClaimRequest) -> bool {
-    store
-        .kept()
-        .is_some_and(|kept| !kept.seen_live(&request.namespace, &request.key))
-}
-
-/// Remembers that a claim found the key live (see [`may_skip_read`]).
-fn key_taken(store: &SqliteStore, namespace: &Namespace, key: &IdempotencyKey) {
-    if let Some(kept) = store.kept() {
-        kept.saw_live(namespace, key);
     }
 }
 
@@ -283,52 +167,6 @@ impl Listed for NewKeyClaim {
     fn answer(&self, applied: bool) -> (Self::Output, Vec<OperationChange>) {
         guarded_answer(applied, &self.decision)
     }
-}
-
-/// A completion (or a report of `unknown`) of a pending operation, decided from the row as
-/// this store last leased it (kept in memory) or else from a read outside the writer, and
-/// written only if the operation is still as read: the writer then stages it in a list
-/// (with others, each statement once for all) instead of reading under its lock first. `None` when it is
-/// not such a report, or the operation moved meanwhile (another report, the lease reaper,
-/// a person, a takeover with a new lease): then it is decided again under the lock.
-async fn report_from_read(
-    store: &SqliteStore,
-    namespace: &Namespace,
-    id: Uuid,
-    token: &str,
-    report: &Report,
-    actor: &str,
-) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
-    let kept = store.kept().and_then(|rows| rows.leased(id));
-    let (before, now) = match kept {
-        Some(kept) => kept,
-        None => {
-            let mut conn = store.reader.acquire().await.map_err(store_error)?;
-            let Some(read) = locked_now(&mut conn, id).await? else {
-                return Ok(None);
-            };
-            read
-        }
-    };
-    if &before.namespace != namespace {
-        return Ok(None);
-    }
-    // Only a pending operation's accepted report is an update from `pending`.
-    let decision = decide_report(before.clone(), token, report, actor, now);
-    if !matches!(
-        decision.writes.as_slice(),
-        [Write::Update {
-            expected_status: OperationStatus::Pending,
-            ..
-        }]
-    ) {
-        return Ok(None);
-    }
-    let Some(update) = UnchangedUpdate::of(&before, decision) else {
-        return Ok(None);
-    };
-    let writer = store.group_commit.clone();
-    forget_after(store, async move { writer.write_listed(update).await }).await
 }
 
 /// A decision's one update and its events, guarded by what the decision read: the status,
@@ -441,17 +279,6 @@ impl<T: Clone + Send + Sync + 'static> Listed for UnchangedUpdate<T> {
     }
 }
 
-/// Runs a change (as `write`) and then, before its caller hears of it, tells the rows kept
-/// in memory (see [`forget_after`]).
-async fn write_and_forget<T, F>(store: &SqliteStore, work: F) -> Result<T, StoreError>
-where
-    T: MadeWrites + Send + 'static,
-    F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
-{
-    let writer = store.group_commit.clone();
-    forget_after(store, async move { writer.write(work).await }).await
-}
-
 /// Awaits `write` and then, before its caller hears of it, tells the rows kept in memory (it
 /// forgets the final outcomes the change replaced and keeps the operations it leased). Where
 /// rows are kept, both run on a task of their own: the commit goes on if the caller goes
@@ -476,16 +303,6 @@ where
     .map_err(|error| StoreError::Backend(Box::new(error)))?
 }
 
-impl SqliteStore {
-    async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
-    {
-        self.group_commit.write(work).await
-    }
-}
-
 /// Quiet events go through the same writer, as one change of many rows.
 pub(super) fn quiet_event_sink(writer: GroupCommit) -> Arc<dyn EventSink> {
     Arc::new(QuietEventSink(writer))
@@ -501,7 +318,7 @@ impl EventSink for QuietEventSink {
             .write(move |tx| {
                 let events = events.clone();
                 Box::pin(async move {
-                    insert_events(tx, &events).await?;
+                    insert_events::<Sqlite>(tx, &events).await?;
                     Ok(((), Vec::new()))
                 })
             })
@@ -509,12 +326,193 @@ impl EventSink for QuietEventSink {
     }
 }
 
-impl_ledger_store!(store: SqliteStore, db: Sqlite, conn: SqliteConnection, lock: "",
-    skip_locked: "", reader: reader);
+impl LedgerBackend for SqliteStore {
+    fn kept(&self) -> Option<&KeptRows> {
+        self.kept.as_deref()
+    }
+
+    async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
+    {
+        self.group_commit.write(work).await
+    }
+
+    /// Runs a change (as `write`) and then, before its caller hears of it, tells the rows kept
+    /// in memory (see [`forget_after`]).
+    async fn write_and_forget<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: MadeWrites + Send + 'static,
+        F: for<'c> Fn(&'c mut SqliteConnection) -> Staging<'c, T> + Send + 'static,
+    {
+        let writer = self.group_commit.clone();
+        forget_after(self, async move { writer.write(work).await }).await
+    }
+
+    /// The live operation of a key and the time it was read at. The writer's `BEGIN IMMEDIATE`
+    /// is SQLite's lock, so `lock` asks for nothing more.
+    async fn live_now(
+        conn: &mut SqliteConnection,
+        namespace: &Namespace,
+        key: &str,
+        _lock: bool,
+    ) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+        let sql = format!("select {OPERATION_COLUMNS} from operations where namespace = $1 and key = $2 and retired_at is null");
+        let live: Option<OperationRow> = sqlx::query_as(&sql)
+            .bind(namespace.as_str())
+            .bind(key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        let live = live.map(Operation::try_from).transpose()?;
+        let now = Sqlite::now(conn).await?;
+        Ok(live.map(|operation| (operation, now)))
+    }
+
+    /// The live operation of a key, if any, and the time it was read at.
+    async fn key_now(
+        conn: &mut SqliteConnection,
+        namespace: &Namespace,
+        key: &str,
+    ) -> Result<(Option<Operation>, DateTime<Utc>), StoreError> {
+        Ok(match Self::live_now(conn, namespace, key, false).await? {
+            Some((live, now)) => (Some(live), now),
+            None => (None, Sqlite::now(conn).await?),
+        })
+    }
+
+    /// An operation by id, in the writer's transaction, and the time it was read at.
+    async fn locked_now(
+        conn: &mut SqliteConnection,
+        id: Uuid,
+    ) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
+        let operation = operation_by_id::<Sqlite>(conn, id, true).await?;
+        let now = Sqlite::now(conn).await?;
+        Ok(operation.map(|operation| (operation, now)))
+    }
+
+    /// Stages a decision's writes and events as one list of statements, run in one trip to
+    /// sqlx's SQLite worker thread: on the single writer that trip, not SQLite's work, is what
+    /// a statement costs, so a change costs one trip instead of one per row.
+    async fn stage_writes(
+        tx: &mut SqliteConnection,
+        writes: &[Write],
+        events: &[Event],
+    ) -> Result<(), StoreError> {
+        if writes.is_empty() && events.is_empty() {
+            return Ok(());
+        }
+        let mut sql = QueryBuilder::<Sqlite>::new("");
+        for write in writes {
+            separate(&mut sql);
+            push_write(&mut sql, write);
+        }
+        for chunk in events.chunks(EVENTS_PER_STATEMENT) {
+            separate(&mut sql);
+            sql.push(INSERT_EVENTS);
+            push_event_rows(&mut sql, chunk);
+        }
+        // Each write changes exactly one row and each event is one; fewer means a guarded
+        // transition found the operation moved, which the writer's lock rules out: reported,
+        // and the transaction is rolled back.
+        if rows_changed(sql, tx).await? == (writes.len() + events.len()) as u64 {
+            Ok(())
+        } else {
+            Err(StoreError::Stale)
+        }
+    }
+
+    /// A claim whose key had no live operation when it was read outside the writer (most likely
+    /// still so), or was not read at all (see [`may_skip_read`]): the new operation is inserted
+    /// without reading (again), in one list with its events (staged with other such claims,
+    /// each statement once for all). The unique index on a key's live operation decides: when the
+    /// key is taken, the insert does nothing, nor do the events, and `None` sends the claim back
+    /// to be decided from a read. It is decided at the process's clock as it is sent to the
+    /// writer.
+    async fn claim_new_key(
+        &self,
+        request: &ClaimRequest,
+        actor: &str,
+        fresh: &Fresh,
+        _read_at: Option<DateTime<Utc>>,
+    ) -> Result<Option<Decision<Claim>>, StoreError> {
+        let decision = decide_claim(None, request, actor, fresh.clone(), kept_rows::now());
+        let Some(claim) = NewKeyClaim::of(decision) else {
+            return Ok(None);
+        };
+        let writer = self.group_commit.clone();
+        forget_after(self, async move { writer.write_listed(claim).await }).await
+    }
+
+    /// Whether a claim may be tried as a new key's insert without reading the key first: on the
+    /// store that serves the file, for a key not seen live lately. A new key then costs no
+    /// read at all, and a taken one a list row that does nothing before its read; a key seen
+    /// taken is read first for a while (a storm of duplicates of one key, retries of a replay).
+    fn may_skip_read(&self, request: &ClaimRequest) -> bool {
+        self.kept()
+            .is_some_and(|kept| !kept.seen_live(&request.namespace, &request.key))
+    }
+
+    /// Remembers that a claim found the key live (see [`may_skip_read`]).
+    fn key_taken(&self, namespace: &Namespace, key: &IdempotencyKey) {
+        if let Some(kept) = self.kept() {
+            kept.saw_live(namespace, key);
+        }
+    }
+
+    /// A completion (or a report of `unknown`) of a pending operation, decided from the row as
+    /// this store last leased it (kept in memory) or else from a read outside the writer, and
+    /// written only if the operation is still as read: the writer then stages it in a list
+    /// (with others, each statement once for all) instead of reading under its lock first. `None` when it is
+    /// not such a report, or the operation moved meanwhile (another report, the lease reaper,
+    /// a person, a takeover with a new lease): then it is decided again under the lock.
+    async fn report_from_read(
+        &self,
+        namespace: &Namespace,
+        id: Uuid,
+        token: &str,
+        report: &Report,
+        actor: &str,
+    ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
+        let kept = self.kept().and_then(|rows| rows.leased(id));
+        let (before, now) = match kept {
+            Some(kept) => kept,
+            None => {
+                let mut conn = self.reader.acquire().await.map_err(store_error)?;
+                let Some(read) = Self::locked_now(&mut conn, id).await? else {
+                    return Ok(None);
+                };
+                read
+            }
+        };
+        if &before.namespace != namespace {
+            return Ok(None);
+        }
+        // Only a pending operation's accepted report is an update from `pending`.
+        let decision = decide_report(before.clone(), token, report, actor, now);
+        if !matches!(
+            decision.writes.as_slice(),
+            [Write::Update {
+                expected_status: OperationStatus::Pending,
+                ..
+            }]
+        ) {
+            return Ok(None);
+        }
+        let Some(update) = UnchangedUpdate::of(&before, decision) else {
+            return Ok(None);
+        };
+        let writer = self.group_commit.clone();
+        forget_after(self, async move { writer.write_listed(update).await }).await
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::backend::SqlBackend as _;
+    use crate::storage::backend::SqlStore;
     use crate::storage::conformance::ledger::{
         complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
         taken_over_digest,
@@ -523,28 +521,32 @@ mod tests {
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
 
+    /// The ledger on a SQLite store.
+    type Store = SqlStore<SqliteStore>;
+
     /// `store`, migrated, with one operation started: the store, its claim, the operation
     /// and its lease token.
-    async fn pending_on(store: SqliteStore) -> (SqliteStore, ClaimRequest, Operation, String) {
+    async fn pending_on(store: SqliteStore) -> (Store, ClaimRequest, Operation, String) {
         store.migrate().await.unwrap();
+        let store = SqlStore(store);
         let order = request("billing", "order-1", "refund");
         let (started, token) = start(&store, &order).await;
         (store, order, started, token)
     }
 
-    async fn pending(db: &TestDatabase) -> (SqliteStore, ClaimRequest, Operation, String) {
+    async fn pending(db: &TestDatabase) -> (Store, ClaimRequest, Operation, String) {
         pending_on(SqliteStore::open(db.url()).await.unwrap()).await
     }
 
     /// As [`pending`], on a store opened as `idem serve` opens it (keeping rows in memory).
-    async fn served_pending(db: &TestDatabase) -> (SqliteStore, ClaimRequest, Operation, String) {
+    async fn served_pending(db: &TestDatabase) -> (Store, ClaimRequest, Operation, String) {
         pending_on(SqliteStore::open_to_serve(db.url()).await.unwrap()).await
     }
 
     /// In one writer transaction: `first`, then `late` (decided from `before`) staged only
     /// if the row is unchanged; whether it was.
     async fn stage_late<T: Clone + Send + Sync + 'static>(
-        store: &SqliteStore,
+        store: &Store,
         before: &Operation,
         late: Decision<T>,
         first: Vec<Write>,
@@ -552,11 +554,12 @@ mod tests {
         let late = UnchangedUpdate::of(before, late).expect("one update of a leased operation");
         let input = Arc::new((late, first));
         store
+            .0
             .write(move |tx| {
                 let input = input.clone();
                 Box::pin(async move {
                     let (late, first) = &*input;
-                    stage_writes(tx, first, &[]).await?;
+                    SqliteStore::stage_writes(tx, first, &[]).await?;
                     let applied = stage_list_in(tx, &[late as &dyn ListedRows]).await?;
                     let (staged, _) = late.answer(applied == [true]);
                     Ok((staged.is_some(), Vec::new()))
@@ -571,10 +574,10 @@ mod tests {
     }
 
     /// The operations stored for a key, live or retired.
-    async fn operations_of(store: &SqliteStore, key: &str) -> i64 {
+    async fn operations_of(store: &Store, key: &str) -> i64 {
         sqlx::query_scalar("select count(*) from operations where key = $1")
             .bind(key)
-            .fetch_one(&store.reader)
+            .fetch_one(&store.0.reader)
             .await
             .unwrap()
     }
@@ -597,6 +600,7 @@ mod tests {
 
         let input = Arc::new(claims);
         let applied = store
+            .0
             .write(move |tx| {
                 let input = input.clone();
                 Box::pin(async move {
@@ -621,7 +625,7 @@ mod tests {
             [EventKind::Claimed],
             "the taken key's operation is as it was"
         );
-        store.close().await;
+        store.0.close().await;
     }
 
     /// A served store tries a key it knows nothing of as new, without reading it; found
@@ -630,12 +634,12 @@ mod tests {
     async fn a_served_store_tries_a_key_unread_once_and_reads_it_once_found_taken() {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let (store, order, started, _) = served_pending(&db).await;
-        let kept = store.kept().expect("a served store keeps rows");
+        let kept = store.0.kept().expect("a served store keeps rows");
         assert!(
             !kept.seen_live(&order.namespace, &order.key),
             "the claim that inserted the key read nothing"
         );
-        let lists = store.group_commit.lists();
+        let lists = store.0.group_commit.lists();
 
         for duplicate in 1..=2 {
             let decided = store.claim(&order, "agent:dup", fresh()).await.unwrap();
@@ -646,7 +650,7 @@ mod tests {
             );
             assert!(kept.seen_live(&order.namespace, &order.key));
             assert_eq!(
-                store.group_commit.lists(),
+                store.0.group_commit.lists(),
                 lists + 1,
                 "duplicate {duplicate}: only the first tried an insert"
             );
@@ -656,7 +660,7 @@ mod tests {
             kinds(store.events(started.id).await.unwrap()),
             [EventKind::Claimed]
         );
-        store.close().await;
+        store.0.close().await;
     }
 
     /// The fast way is taken for a plain completion; were it skipped, completions would
@@ -667,17 +671,12 @@ mod tests {
         let (store, order, started, token) = pending(&db).await;
 
         let namespace = order.namespace.clone();
-        let decided = report_from_read(
-            &store,
-            &namespace,
-            started.id,
-            &token,
-            &succeeded(),
-            "agent:t",
-        )
-        .await
-        .unwrap()
-        .expect("decided from the read");
+        let decided = store
+            .0
+            .report_from_read(&namespace, started.id, &token, &succeeded(), "agent:t")
+            .await
+            .unwrap()
+            .expect("decided from the read");
         let completed = decided.outcome.expect("accepted");
         assert_eq!(completed.status, OperationStatus::Succeeded);
         let stored = store.operation(started.id).await.unwrap().unwrap();
@@ -688,21 +687,16 @@ mod tests {
         );
 
         let elsewhere = Namespace::try_from("support").unwrap();
-        let other = report_from_read(
-            &store,
-            &elsewhere,
-            started.id,
-            &token,
-            &succeeded(),
-            "agent:t",
-        )
-        .await
-        .unwrap();
+        let other = store
+            .0
+            .report_from_read(&elsewhere, started.id, &token, &succeeded(), "agent:t")
+            .await
+            .unwrap();
         assert!(
             other.is_none(),
             "another namespace's report goes the locked way"
         );
-        store.close().await;
+        store.0.close().await;
     }
 
     /// A served store keeps the pending operation it leased and decides its completion from
@@ -711,14 +705,14 @@ mod tests {
     async fn a_served_store_decides_a_completion_from_the_operation_it_leased() {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let (store, order, started, token) = served_pending(&db).await;
-        let rows = store.kept().expect("a served store keeps rows");
+        let rows = store.0.kept().expect("a served store keeps rows");
         let leased = rows.leased(started.id).map(|(operation, _)| operation);
         assert_eq!(leased, Some(started.clone()), "kept as committed");
 
         let completed = complete(&store, &order, started.id, &token, "agent:t").await;
         assert_eq!(completed.unwrap().status, OperationStatus::Succeeded);
         assert!(rows.leased(started.id).is_none(), "no longer pending");
-        store.close().await;
+        store.0.close().await;
     }
 
     /// What a served store keeps is only a hint: when the row moved behind its back (here
@@ -728,11 +722,11 @@ mod tests {
     async fn a_row_that_moved_behind_a_served_store_is_not_overwritten_from_memory() {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let (store, order, started, token) = served_pending(&db).await;
-        let other = SqliteStore::open(db.url()).await.unwrap();
+        let other = SqlStore(SqliteStore::open(db.url()).await.unwrap());
         sqlx::query("update operations set lease_token = $2 where id = $1")
             .bind(started.id)
             .bind(taken_over_digest())
-            .execute(&other.writer)
+            .execute(&other.0.writer)
             .await
             .unwrap();
 
@@ -751,8 +745,8 @@ mod tests {
             kinds(other.events(started.id).await.unwrap()),
             [EventKind::Claimed]
         );
-        other.close().await;
-        store.close().await;
+        other.0.close().await;
+        store.0.close().await;
     }
 
     /// A decision made from a read that another change overtook writes nothing, not even
@@ -774,7 +768,7 @@ mod tests {
             events[1].actor, "agent:first",
             "only the first completion's event"
         );
-        store.close().await;
+        store.0.close().await;
     }
 
     /// The same guard catches a takeover, which leaves the status `pending` but gives the
@@ -802,6 +796,6 @@ mod tests {
             OperationStatus::Pending,
             "the old lease completed nothing"
         );
-        store.close().await;
+        store.0.close().await;
     }
 }

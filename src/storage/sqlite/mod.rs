@@ -17,11 +17,7 @@ use group_commit::GroupCommit;
 
 mod direct;
 mod group_commit;
-mod identity;
 mod ledger;
-mod metrics;
-
-use crate::storage::audit_sql::impl_audit_store;
 
 /// The SQLite implementation of every storage port.
 ///
@@ -42,17 +38,6 @@ pub struct SqliteStore {
     /// `idem serve`'s hold on the file, released when the last clone of the store is gone
     /// (or the process is).
     _served: Option<Arc<std::fs::File>>,
-}
-
-impl SqliteStore {
-    /// See [`crate::storage::Database::tasks_down`].
-    pub(crate) fn tasks_down(&self) -> Vec<&'static str> {
-        if self.group_commit.is_down() {
-            vec!["sqlite_writer"]
-        } else {
-            Vec::new()
-        }
-    }
 }
 
 impl SqliteStore {
@@ -127,22 +112,6 @@ impl SqliteStore {
         })
     }
 
-    /// Rows kept in memory: final outcomes and leased operations (see `KeptRows` for why
-    /// SQLite may).
-    pub(super) fn kept(&self) -> Option<&KeptRows> {
-        self.kept.as_deref()
-    }
-
-    /// The one connection that writes (for the demo's claim of the file, `survey`).
-    pub(super) fn writer(&self) -> &SqlitePool {
-        &self.writer
-    }
-
-    /// Every operation change committed through this store.
-    pub fn changes(&self) -> &Changes {
-        &self.changes
-    }
-
     pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
         sqlx::migrate!("migrations/sqlite")
             .run(&self.writer)
@@ -176,27 +145,53 @@ impl SqliteStore {
             .await?;
         transaction.commit().await
     }
+}
 
-    pub(super) async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("select 1")
-            .execute(&self.reader)
-            .await
-            .map_err(store_error)?;
-        Ok(())
+impl crate::storage::backend::SqlBackend for SqliteStore {
+    type Db = sqlx::Sqlite;
+
+    fn reader(&self) -> &SqlitePool {
+        &self.reader
     }
 
-    pub(super) async fn close(&self) {
+    fn writer(&self) -> &SqlitePool {
+        &self.writer
+    }
+
+    fn changes(&self) -> &Changes {
+        &self.changes
+    }
+
+    fn quiet_events(&self) -> &QuietEvents {
+        &self.quiet_events
+    }
+
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        self.writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(store_error)
+    }
+
+    fn tasks_down(&self) -> Vec<&'static str> {
+        if self.group_commit.is_down() {
+            vec!["sqlite_writer"]
+        } else {
+            Vec::new()
+        }
+    }
+
+    async fn close(&self) {
         self.quiet_events.flush().await;
         self.writer.close().await;
         self.reader.close().await;
     }
 }
 
-impl_audit_store!(store: SqliteStore, reader: reader, writer: writer);
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::backend::SqlBackend as _;
     use crate::storage::testing::{Backend, TestDatabase};
 
     #[tokio::test]
