@@ -6,12 +6,14 @@ use serde_json::Value;
 use std::time::Duration;
 use uuid::Uuid;
 
+use super::begin::BeginRequest;
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
+use super::error::LedgerError;
 use super::failpoint;
 use super::model::{ClaimRequest, Lease, Operation, Runner};
 use super::provider::Execution;
-use super::service::{committed, BeginRequest, Ledger, LedgerError};
+use super::service::{committed, Ledger};
 use super::settle::Settlement;
 use crate::domain::{ExecutorConfig, Guarantee, Namespace, ToolPolicy};
 

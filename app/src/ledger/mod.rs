@@ -1,9 +1,11 @@
 //! The ledger: claim, report, replay. The rules are pure functions (`claim`, `complete`);
 //! [`Ledger`] drives them over a [`LedgerStore`], which runs them inside its transactions.
 
+mod begin;
 mod changes;
 mod claim;
 mod complete;
+mod error;
 mod executor;
 pub mod failpoint;
 pub mod metrics;
@@ -20,9 +22,11 @@ pub mod telemetry;
 mod verdict;
 mod write;
 
+pub use begin::BeginRequest;
 pub use changes::{Changes, OperationChange};
 pub use claim::{decide_claim, expire_lease_at, provider_key_of, ttl_has_ended, Claim, Fresh};
 pub use complete::{decide_report, Report, ReportRefused};
+pub use error::LedgerError;
 pub use executor::{Invoked, EXECUTOR_ACTOR};
 pub use model::{
     Approval, ClaimRequest, Event, EventKind, HeldLease, Lease, LeaseTokenHash, Operation, Runner,
@@ -31,7 +35,7 @@ pub use notify::{newly_requested, ApprovalNotifier};
 pub use operator::{ReconcileRound, RECONCILER_ACTOR};
 pub use prepare::{check_request, prepare_claim};
 pub use provider::{Execution, Lookup, LookupError, Provider};
-pub use service::{BeginRequest, EventsPage, Ledger, LedgerError};
+pub use service::{EventsPage, Ledger};
 pub use settle::{
     decide_settlement, Resolution, SettleRefused, Settlement, RECONCILE_BACKOFF_SECONDS,
 };

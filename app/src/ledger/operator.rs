@@ -3,8 +3,9 @@
 
 use uuid::Uuid;
 
+use super::error::LedgerError;
 use super::model::Operation;
-use super::service::{committed, Ledger, LedgerError};
+use super::service::{committed, Ledger};
 use super::settle::{Resolution, SettleRefused, Settlement};
 use crate::domain::{ExecutorConfig, OperationStatus};
 

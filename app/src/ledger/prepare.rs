@@ -2,8 +2,9 @@
 //! shape and depth, the key, the fingerprint and the redacted arguments. Pure, so that it can
 //! be fuzzed (`tests/fuzz`) and tested without a database.
 
+use super::begin::BeginRequest;
+use super::error::LedgerError;
 use super::model::ClaimRequest;
-use super::service::{BeginRequest, LedgerError};
 use crate::domain::{self, Fingerprint, KeyChoice, Namespace, ToolName, ToolPolicy};
 
 /// The checks that need no tool policy: the tool's name, and `args` being an object nested at

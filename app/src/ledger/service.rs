@@ -1,84 +1,26 @@
 //! The Ledger service: parses what an agent sends into a claim, drives the rules over the
 //! store, and keeps namespaces apart.
 
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
+use super::begin::BeginRequest;
 use super::changes::Changes;
 use super::claim::{Claim, Fresh};
-use super::complete::{Report, ReportRefused};
+use super::complete::Report;
+use super::error::LedgerError;
 use super::model::{ClaimRequest, Event, Operation, Runner};
 use super::notify::{newly_requested, ApprovalNotifier};
 use super::prepare::{check_request, prepare_claim};
 use super::provider::Provider;
-use super::settle::SettleRefused;
 use super::store::{EventPage, EventPosition, LedgerStore, OperationFilter, RegisteredTool};
 use super::telemetry::Telemetry;
-use super::verdict::{Verdict, VerdictRefused};
+use super::verdict::Verdict;
 use super::write::Decision;
 use crate::domain::{Guarantee, Namespace, OperationStatus, ToolName, ToolPolicy};
 use crate::read_cache::ReadCache;
 use crate::store_error::StoreError;
-
-/// A claim as the agent sent it, before any checks.
-#[derive(Debug, Clone, Default)]
-pub struct BeginRequest {
-    pub tool: String,
-    pub args: Value,
-    /// The `Idempotency-Key` header.
-    pub header_key: Option<String>,
-    pub body_key: Option<String>,
-    pub business_key: Option<String>,
-    pub run_id: Option<String>,
-    pub step: Option<u64>,
-    /// Who will execute the tool: the caller, or idem (`invoke`).
-    pub runner: Runner,
-}
-
-/// Why the ledger refused a request.
-#[derive(Debug, thiserror::Error)]
-pub enum LedgerError {
-    /// 400: the request is invalid; nothing was stored.
-    #[error("{message}")]
-    Invalid { code: &'static str, message: String },
-    /// 404: no such operation in the caller's namespace.
-    #[error("no such operation")]
-    NotFound,
-    /// 409: a report that does not fit the operation's state.
-    #[error(transparent)]
-    Refused(#[from] ReportRefused),
-    /// 409: a verdict on an operation that does not wait for one.
-    #[error(transparent)]
-    VerdictRefused(#[from] VerdictRefused),
-    /// 409 or 502: a settlement the operation's state (or the provider) did not allow.
-    #[error(transparent)]
-    SettleRefused(#[from] SettleRefused),
-    /// 409 `not_reconcilable`: the operation's tool has no `reconcile_url` to ask.
-    #[error(
-        "the tool {tool} has no executor.reconcile_url to ask; a person must resolve the operation"
-    )]
-    NotReconcilable { tool: String },
-    /// This server was built without a provider client (a configuration bug).
-    #[error("this ledger has no provider client")]
-    NoProvider,
-    /// A bug or a crash inside the server; logged, answered as 500.
-    #[error("{0}")]
-    Internal(String),
-    /// The database failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl LedgerError {
-    pub(super) fn invalid(code: &'static str, message: impl Into<String>) -> Self {
-        LedgerError::Invalid {
-            code,
-            message: message.into(),
-        }
-    }
-}
 
 /// A page of an operation's events, and the position after which the next page starts.
 #[derive(Debug, Clone)]

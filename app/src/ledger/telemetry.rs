@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::claim::Claim;
+use super::error::LedgerError;
 use super::model::{Event, EventKind};
-use super::service::LedgerError;
 
 /// How a claim was answered, as the `outcome` label of `idem_claims_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

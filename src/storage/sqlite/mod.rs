@@ -18,6 +18,8 @@ use group_commit::GroupCommit;
 mod direct;
 mod group_commit;
 mod ledger;
+mod listed_changes;
+mod lists;
 
 /// The SQLite implementation of every storage port.
 ///
