@@ -2,22 +2,24 @@
 //! `sandbox-provider`, `sandbox-mcp`.
 
 use anyhow::{bail, Context};
-use app::audit::{actions, AuditLog, PersonAction};
-use app::domain::Namespace;
+use app::audit::{AuditLog, PersonAction};
 use app::identity::{Identity, IdentityPolicy};
 use clap::{Parser, Subcommand};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::BufRead;
 use std::process::ExitCode;
-use uuid::Uuid;
 
 use crate::config::{DatabaseArgs, ServeConfig};
 use crate::sandbox::Sandbox;
 use crate::startup::Application;
 use crate::storage::Database;
 use crate::telemetry;
+use keys::{keys, KeysCommand};
+use tools::{tools, ToolsCommand};
 use users::{users, UsersCommand};
 
+mod keys;
+mod tools;
 mod users;
 
 /// idem — the idempotency ledger for tool-calling AI agents.
@@ -62,50 +64,6 @@ enum Command {
         /// Serve over streamable HTTP on this address (endpoint `/mcp`) instead of stdio.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum KeysCommand {
-    /// Create a key for a namespace and print it, alone, on stdout (it is shown only once).
-    Create {
-        #[arg(long)]
-        namespace: String,
-        /// A label to recognise the key by.
-        #[arg(long)]
-        name: Option<String>,
-        #[command(flatten)]
-        database: DatabaseArgs,
-    },
-    /// List keys (never the secrets).
-    List {
-        #[command(flatten)]
-        database: DatabaseArgs,
-    },
-    /// Revoke a key by its id.
-    Revoke {
-        id: Uuid,
-        #[command(flatten)]
-        database: DatabaseArgs,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum ToolsCommand {
-    /// Register every tool of an MCP server that is not registered yet, its effect taken from
-    /// its annotations; prints the table. Never changes a registered tool.
-    ImportMcp {
-        /// Print what would be registered, and register nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// The MCP server as a streamable-HTTP endpoint (instead of `-- COMMAND`).
-        #[arg(long)]
-        upstream_url: Option<String>,
-        #[command(flatten)]
-        database: DatabaseArgs,
-        /// The MCP server's command and arguments, after `--`.
-        #[arg(last = true)]
-        command: Vec<String>,
     },
 }
 
@@ -191,98 +149,6 @@ pub(crate) async fn audit(db: &Database, action: &'static str, subject: String, 
         detail,
     })
     .await;
-}
-
-async fn tools(command: ToolsCommand) -> anyhow::Result<()> {
-    let ToolsCommand::ImportMcp {
-        dry_run,
-        upstream_url,
-        database,
-        command,
-    } = command;
-    let upstream = crate::mcp::upstream::Upstream::from_args(upstream_url, command)?;
-    let client = upstream.connect().await?;
-    let listed = client.peer().list_all_tools().await;
-    let _ = client.cancel().await;
-    let listed = listed.context("listing the MCP server's tools")?;
-    let db = open(&database).await?;
-    let rows = crate::mcp::import::import(db.ledger_store().as_ref(), &listed, dry_run).await?;
-    for row in &rows {
-        if let crate::mcp::import::Decision::Register(effect) = row.decision {
-            if !dry_run {
-                let detail = json!({ "policy": { "effect": effect }, "source": "import-mcp" });
-                let subject = format!("tool:{}", row.tool);
-                audit(&db, actions::TOOL_REGISTERED, subject, detail).await;
-            }
-        }
-    }
-    print!("{}", crate::mcp::import::table(&listed, &rows, dry_run));
-    Ok(())
-}
-
-async fn keys(command: KeysCommand) -> anyhow::Result<()> {
-    match command {
-        KeysCommand::Create {
-            namespace,
-            name,
-            database,
-        } => {
-            let namespace = Namespace::try_from(namespace)?;
-            let (db, identity) = identity(&database).await?;
-            let (info, secret) = identity.create_api_key(namespace, name).await?;
-            let detail = json!({ "namespace": info.namespace, "name": info.name });
-            audit(
-                &db,
-                actions::API_KEY_CREATED,
-                format!("api_key:{}", info.id),
-                detail,
-            )
-            .await;
-            println!("{}", secret.expose());
-            db.close().await;
-        }
-        KeysCommand::List { database } => {
-            let (db, identity) = identity(&database).await?;
-            println!(
-                "{:<36}  {:<20}  {:<20}  {:<11}  {:<20}  status",
-                "id", "namespace", "name", "prefix", "last used"
-            );
-            for key in identity.list_api_keys().await? {
-                let last_used = key.last_used_at.map_or("never".to_owned(), |t| {
-                    t.format("%Y-%m-%d %H:%M:%S").to_string()
-                });
-                let status = if key.revoked_at.is_some() {
-                    "revoked"
-                } else {
-                    "active"
-                };
-                println!(
-                    "{:<36}  {:<20}  {:<20}  {:<11}  {:<20}  {status}",
-                    key.id, key.namespace, key.name, key.prefix, last_used
-                );
-            }
-            db.close().await;
-        }
-        KeysCommand::Revoke { id, database } => {
-            let (db, identity) = identity(&database).await?;
-            let exists = identity.revoke_api_key(id).await?;
-            if exists {
-                audit(
-                    &db,
-                    actions::API_KEY_REVOKED,
-                    format!("api_key:{id}"),
-                    json!({}),
-                )
-                .await;
-            }
-            db.close().await;
-            if !exists {
-                bail!("no API key with id {id}");
-            }
-            println!("revoked {id}");
-        }
-    }
-    Ok(())
 }
 
 /// The first line of stdin, without its line ending.

@@ -58,14 +58,8 @@ struct KeyList {
             description = "The key, shown this once, and its listing"),
         (status = 400, body = ErrorBody,
             description = "`malformed_json`, `invalid_request` or `invalid_namespace`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
-        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
@@ -95,11 +89,8 @@ async fn create_key(
     security(("session" = [])),
     responses(
         (status = 200, body = KeyList, description = "The API keys"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 async fn list_keys(State(state): State<AppState>, _admin: Admin) -> ApiResult<AppJson<KeyList>> {
@@ -116,12 +107,9 @@ async fn list_keys(State(state): State<AppState>, _admin: Admin) -> ApiResult<Ap
     params(("id" = Uuid, Path, description = "The key's `id`")),
     responses(
         (status = 204, description = "Revoked"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
         (status = 404, body = ErrorBody, description = "`not_found`: no such API key"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, key_id = %id))]
@@ -168,15 +156,9 @@ struct CreatedUser {
         (status = 400, body = ErrorBody,
             description = "`malformed_json`, `invalid_request`, `invalid_username`, \
                 `invalid_role` or `weak_password`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
         (status = 409, body = ErrorBody, description = "`username_taken`"),
-        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
@@ -202,11 +184,8 @@ async fn create_user(
     security(("session" = [])),
     responses(
         (status = 200, body = UserList, description = "The people"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 async fn list_users(State(state): State<AppState>, _admin: Admin) -> ApiResult<AppJson<UserList>> {
@@ -237,16 +216,11 @@ struct UpdateUserRequest {
         (status = 200, body = CreatedUser, description = "The person as they are now"),
         (status = 400, body = ErrorBody,
             description = "`malformed_json`, `invalid_request` or `invalid_role`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
         (status = 404, body = ErrorBody, description = "`not_found`: no such user"),
         (status = 409, body = ErrorBody,
             description = "`last_admin`: it would leave no enabled admin"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]
@@ -275,14 +249,11 @@ async fn update_user(
     params(("id" = Uuid, Path, description = "The person's `id`")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
         (status = 404, body = ErrorBody, description = "`not_found`: no such user"),
         (status = 409, body = ErrorBody,
             description = "`last_admin`: it would leave no enabled admin"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username))]

@@ -77,11 +77,8 @@ struct AuditBody {
         (status = 200, body = AuditBody,
             description = "A page of the audit log; `next_cursor` is null on the last page"),
         (status = 400, body = ErrorBody, description = "`invalid_limit` or `invalid_cursor`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 async fn list(

@@ -266,12 +266,8 @@ struct ChangePasswordRequest {
         (status = 400, body = ErrorBody,
             description = "`malformed_json`, `invalid_request`, `weak_password` or \
                 `wrong_current_password`"),
-        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: an API key (this is for people)"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all)]
@@ -326,13 +322,6 @@ struct UserResponse {
             description = "Signed in; the answer sets the `idem_session` cookie",
             headers(("set-cookie" = String,
                 description = "`idem_session=…; HttpOnly; SameSite=Strict`"))),
-        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: wrong username or password"),
-        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all)]
@@ -364,7 +353,6 @@ async fn login(
         (status = 204,
             description = "Signed out (also when no session was open); the cookie is cleared",
             headers(("set-cookie" = String, description = "clears `idem_session`"))),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all)]
@@ -413,9 +401,6 @@ enum MeBody {
     responses(
         (status = 200, body = MeBody,
             description = "The person or the agent behind the credentials"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 async fn me(caller: MeCaller) -> Response {

@@ -88,7 +88,6 @@ struct InvokeBody {
         (status = 400, body = ErrorBody,
             description = "As for a claim, plus `tool_not_executable` (the tool has no \
                 `executor`) and `tool_mismatch`"),
-        (status = 401, body = ErrorBody, description = "`unauthorized`"),
         (status = 409, body = ErrorBody,
             description = "`operation_in_progress` or `operation_outcome_unknown`, as for a claim"),
         (status = 422, body = ErrorBody, description = "`idempotency_key_reused`"),

@@ -66,9 +66,6 @@ impl From<MetricsError> for ApiError {
                 the end of the current minute; the oldest may be shorter"),
         (status = 400, body = ErrorBody,
             description = "`invalid_window` or `invalid_namespace`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 pub(crate) async fn metrics(

@@ -15,6 +15,7 @@ mod openapi;
 mod operations;
 mod page;
 pub mod rate_limit;
+pub(crate) mod site;
 mod tools;
 pub mod transport;
 

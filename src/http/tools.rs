@@ -95,9 +95,6 @@ fn shown_to(caller: &Caller, policy: ToolPolicy) -> ToolPolicy {
     security(("api_key" = []), ("session" = [])),
     responses(
         (status = 200, body = ToolsBody, description = "The registered tools"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<AppJson<ToolsBody>> {
@@ -126,11 +123,8 @@ async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<AppJso
     params(("name" = ToolName, Path, description = "The tool's name")),
     responses(
         (status = 200, body = ToolBody, description = "The tool, registered or not"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
         (status = 404, body = ErrorBody,
             description = "`not_found`: the name is not a valid tool name"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 async fn read(
@@ -164,14 +158,8 @@ async fn read(
         (status = 200, body = ToolBody, description = "The tool as registered"),
         (status = 400, body = ErrorBody,
             description = "`malformed_json`, `invalid_tool_name` or `invalid_tool_policy`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: not signed in, or a bad API key"),
         (status = 403, body = ErrorBody,
             description = "`forbidden`: not an admin, or an API key (this is for people)"),
-        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(actor = %person.0.username, tool = ?name))]

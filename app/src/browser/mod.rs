@@ -6,6 +6,7 @@
 //! not change stay (with what a person typed, what has focus, and the islands' own state),
 //! and islands that are new, or whose props changed, are hydrated afresh.
 
+pub mod checkboxes;
 pub mod clock;
 pub mod copy;
 mod morph;

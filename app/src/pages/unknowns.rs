@@ -175,112 +175,46 @@ fn UnknownRow(row: OperationRow, may_operate: bool) -> impl IntoView {
 /// The name of the rows' checkboxes; the islands below find them by it.
 const SELECTED: &str = "selected";
 
-/// The rows' checkboxes, read and ticked in the browser; on the server, where islands only
-/// render, nothing is ticked.
+/// The rows' checkboxes: read and ticked in the browser; on the server, where islands only
+/// render, nothing is ticked and nothing changes.
 #[cfg(feature = "hydrate")]
-mod boxes {
-    use leptos::prelude::document;
-    use uuid::Uuid;
-    use wasm_bindgen::JsCast;
-    use web_sys::HtmlInputElement;
-
-    use super::SELECTED;
-
-    /// The rows' checkboxes that are ticked now, as (id, key).
-    pub fn ticked() -> Vec<(Uuid, String)> {
-        matching(":checked")
-            .into_iter()
-            .filter_map(|input| {
-                let id = input.value().parse().ok()?;
-                Some((id, input.get_attribute("data-key").unwrap_or_default()))
-            })
-            .collect()
-    }
-
-    /// Ticks or clears every row's checkbox.
-    pub fn tick_all(on: bool) {
-        for input in matching("") {
-            input.set_checked(on);
-        }
-    }
-
-    pub fn count() -> usize {
-        matching("").len()
-    }
-
-    /// The rows' checkboxes that match `state`, a CSS pseudo-class ("" for all of them).
-    fn matching(state: &str) -> Vec<HtmlInputElement> {
-        let selector = format!("input[name={SELECTED}]{state}");
-        let Ok(found) = document().query_selector_all(&selector) else {
-            return Vec::new();
-        };
-        (0..found.length())
-            .filter_map(|index| found.item(index))
-            .filter_map(|node| node.dyn_into::<HtmlInputElement>().ok())
-            .collect()
-    }
-}
+use crate::browser::checkboxes as boxes;
 
 #[cfg(not(feature = "hydrate"))]
 mod boxes {
+    use leptos::prelude::ArcTrigger;
     use uuid::Uuid;
 
-    pub fn ticked() -> Vec<(Uuid, String)> {
+    pub fn ticked(_name: &str) -> Vec<(Uuid, String)> {
         Vec::new()
     }
 
-    pub fn tick_all(_on: bool) {}
+    pub fn tick_all(_name: &str, _on: bool) {}
 
-    pub fn count() -> usize {
+    pub fn count(_name: &str) -> usize {
         0
     }
-}
 
-/// Fires whenever a checkbox of the page changes or a live update morphed the page (rows
-/// that came or went change the selection too), so what depends on the selection is drawn
-/// again. One for the page, with its two listeners, however many islands ask: the window's
-/// listeners and the islands' effects outlive the islands (see `browser::copy`).
-fn selection_changes() -> ArcTrigger {
-    #[cfg(feature = "hydrate")]
-    {
-        thread_local! {
-            static CHANGES: std::cell::OnceCell<ArcTrigger> = const { std::cell::OnceCell::new() };
-        }
-        CHANGES.with(|changes| {
-            changes
-                .get_or_init(|| {
-                    let changes = ArcTrigger::new();
-                    let on_change = changes.clone();
-                    let _ = window_event_listener(leptos::ev::change, move |_| on_change.notify());
-                    let on_morph = changes.clone();
-                    let _ = window_event_listener_untyped(
-                        crate::browser::refresh::MORPHED,
-                        move |_| on_morph.notify(),
-                    );
-                    changes
-                })
-                .clone()
-        })
+    pub fn selection_changes() -> ArcTrigger {
+        ArcTrigger::new()
     }
-    #[cfg(not(feature = "hydrate"))]
-    ArcTrigger::new()
 }
 
 /// The header's "select all" box.
 #[island]
 fn SelectAll() -> impl IntoView {
-    let changes = selection_changes();
+    let changes = boxes::selection_changes();
     let all_ticked = move || {
         changes.track();
-        let ticked = boxes::ticked().len();
-        ticked > 0 && ticked == boxes::count()
+        let ticked = boxes::ticked(SELECTED).len();
+        ticked > 0 && ticked == boxes::count(SELECTED)
     };
     view! {
         <input
             type="checkbox"
             aria-label="Select all"
             prop:checked=all_ticked
-            on:change=move |ev| boxes::tick_all(event_target_checked(&ev))
+            on:change=move |ev| boxes::tick_all(SELECTED, event_target_checked(&ev))
         />
     }
 }
@@ -288,7 +222,7 @@ fn SelectAll() -> impl IntoView {
 /// "Reconcile selected", and what the last bulk reconciliation came to.
 #[island]
 fn ReconcileSelected() -> impl IntoView {
-    let changes = selection_changes();
+    let changes = boxes::selection_changes();
     let reconcile = Action::new(|targets: &Vec<(Uuid, String)>| {
         let targets = targets.clone();
         async move {
@@ -303,11 +237,11 @@ fn ReconcileSelected() -> impl IntoView {
     });
     let none_chosen = Signal::derive(move || {
         changes.track();
-        boxes::ticked().is_empty() || reconcile.pending().get()
+        boxes::ticked(SELECTED).is_empty() || reconcile.pending().get()
     });
     let on_reconcile = Callback::new(move |_reason: String| {
-        reconcile.dispatch(boxes::ticked());
-        boxes::tick_all(false);
+        reconcile.dispatch(boxes::ticked(SELECTED));
+        boxes::tick_all(SELECTED, false);
     });
     view! {
         <div class="bulk">

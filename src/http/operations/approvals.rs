@@ -37,8 +37,6 @@ pub(crate) struct RejectBody {
     request_body(content = VerdictBody, description = "An optional reason"),
     responses(
         (status = 200, body = OperationBody, description = "The operation, now `approved`"),
-        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
-        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
         (status = 403, body = ErrorBody, description = "`forbidden`: approvers and admins only"),
         (status = 404, body = ErrorBody, description = "`not_found`"),
         (status = 409, body = ErrorBody, description = "`operation_not_awaiting_approval`"),
@@ -72,7 +70,6 @@ pub(crate) async fn approve(
     responses(
         (status = 200, body = OperationBody, description = "The operation, now `rejected`"),
         (status = 400, body = ErrorBody, description = "`missing_reason`, `malformed_json` or `invalid_request`"),
-        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
         (status = 403, body = ErrorBody, description = "`forbidden`: approvers and admins only"),
         (status = 404, body = ErrorBody, description = "`not_found`"),
         (status = 409, body = ErrorBody, description = "`operation_not_awaiting_approval`"),

@@ -44,10 +44,7 @@ pub(crate) struct ChangeEvent {
                 \"status\", \"at\"}` per change (an agent's key: its own namespace only), and \
                 a `:` comment every 15 s (`IDEM_STREAM_KEEP_ALIVE_MS`), at which the key or \
                 session is checked again: the stream ends once it is revoked, ended or expired"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
         (status = 403, body = ErrorBody, description = "`forbidden`: no read permission"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 pub(crate) async fn changes(

@@ -128,14 +128,6 @@ pub(crate) struct ReplayedBody {
             description = "Nothing stored: `malformed_json`, `invalid_request`, `invalid_args`, \
                 `json_too_deep`, `invalid_tool_name`, `invalid_idempotency_key`, \
                 `missing_idempotency_key`, `conflicting_idempotency_keys` or `missing_key_field`"),
-        (status = 413, body = ErrorBody,
-            description = "`payload_too_large`: the body is over the limit (default 1 MiB); \
-                nothing stored"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no API key, or an invalid or revoked one"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(namespace = %agent.namespace()))]

@@ -25,7 +25,6 @@ use crate::startup::AppState;
     params(("id" = Uuid, Path, description = "The operation's `id`")),
     responses(
         (status = 200, body = OperationBody, description = "The operation, settled by the provider's answer"),
-        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
         (status = 403, body = ErrorBody, description = "`forbidden`: operators and admins only"),
         (status = 404, body = ErrorBody, description = "`not_found`"),
         (status = 409, body = ErrorBody,
@@ -86,7 +85,6 @@ pub(crate) struct ResolveBody {
         (status = 200, body = OperationBody, description = "The operation, now `succeeded` or `failed`"),
         (status = 400, body = ErrorBody,
             description = "`missing_reason`, `invalid_request` or `malformed_json`"),
-        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
         (status = 403, body = ErrorBody, description = "`forbidden`: operators and admins only"),
         (status = 404, body = ErrorBody, description = "`not_found`"),
         (status = 409, body = ErrorBody,
@@ -138,7 +136,6 @@ pub(crate) struct ExpireBody {
         (status = 200, body = OperationBody, description = "The operation, its `expires_at` now"),
         (status = 400, body = ErrorBody,
             description = "`missing_reason`, `invalid_request` or `malformed_json`"),
-        (status = 401, body = ErrorBody, description = "`unauthorized`: not signed in"),
         (status = 403, body = ErrorBody, description = "`forbidden`: operators and admins only"),
         (status = 404, body = ErrorBody, description = "`not_found`"),
         (status = 409, body = ErrorBody,

@@ -23,11 +23,8 @@ use crate::startup::AppState;
     params(("id" = Uuid, Path, description = "The operation's `id`")),
     responses(
         (status = 200, body = OperationBody, description = "The operation"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
         (status = 404, body = ErrorBody,
             description = "`not_found`: no such operation (or not in the agent's namespace)"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 pub(crate) async fn read(
@@ -109,9 +106,6 @@ fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
         (status = 400, body = ErrorBody,
             description = "`invalid_limit`, `invalid_cursor`, `invalid_status`, \
                 `invalid_tool_name` or `invalid_namespace`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 pub(crate) async fn list(
@@ -179,11 +173,8 @@ pub(crate) struct EventsParams {
         (status = 200, body = EventsBody, description = "A page of events"),
         (status = 400, body = ErrorBody,
             description = "`invalid_limit`, `invalid_cursor` or `invalid_order`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no credentials, or an invalid or revoked API key"),
         (status = 404, body = ErrorBody,
             description = "`not_found`: no such operation (or not in the agent's namespace)"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 pub(crate) async fn events(

@@ -73,18 +73,11 @@ fn error_value(error: Option<ErrorInfo>) -> Option<Value> {
         (status = 200, body = ReportBody,
             description = "The final operation; repeating the same completion (same token and \
                 outcome) answers 200 again"),
-        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no API key, or an invalid or revoked one"),
         (status = 404, body = ErrorBody,
             description = "`not_found`: no such operation in the agent's namespace"),
         (status = 409, body = ErrorBody,
             description = "`operation_already_final` (another report on a final operation) or \
                 `lease_lost` (a wrong or expired token on one that is not final)"),
-        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), operation = %id))]
@@ -133,18 +126,11 @@ pub(crate) struct UnknownBody {
         (status = 200, body = ReportBody,
             description = "The operation, now `unknown`; repeating the same report with the same \
                 token answers 200 again"),
-        (status = 400, body = ErrorBody, description = "`malformed_json` or `invalid_request`"),
-        (status = 401, body = ErrorBody,
-            description = "`unauthorized`: no API key, or an invalid or revoked one"),
         (status = 404, body = ErrorBody,
             description = "`not_found`: no such operation in the agent's namespace"),
         (status = 409, body = ErrorBody,
             description = "`operation_already_final` (another report on a final operation) or \
                 `lease_lost` (a wrong or expired token on one that is not final)"),
-        (status = 413, body = ErrorBody, description = "`payload_too_large`"),
-        (status = 415, body = ErrorBody,
-            description = "`unsupported_media_type`: the body is not declared as JSON"),
-        (status = 500, body = ErrorBody, description = "`internal_error`"),
     )
 )]
 #[tracing::instrument(skip_all, fields(namespace = %agent.namespace(), operation = %id))]
