@@ -1,12 +1,11 @@
 //! People's verdicts on operations that wait for approval: `approve` and `reject`
 //! (approvers and admins only).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::{acting, operation_answer, operation_id, OperationBody};
-use crate::http::audit::ClientAddress;
+use super::{operation_answer, ActionOn, OperationBody};
 use crate::http::auth::Approver;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::json::OptionalJson;
@@ -42,18 +41,15 @@ pub(crate) struct RejectBody {
         (status = 409, body = ErrorBody, description = "`operation_not_awaiting_approval`"),
     )
 )]
-#[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
+#[tracing::instrument(skip_all, fields(actor = %action.by.person.username, operation = %action.id))]
 pub(crate) async fn approve(
     State(state): State<AppState>,
-    Approver(person): Approver,
-    address: ClientAddress,
-    Path(id): Path<String>,
+    action: ActionOn<Approver>,
     OptionalJson(body): OptionalJson<VerdictBody>,
 ) -> ApiResult<Response> {
-    let by = acting(person, address);
     let operation = state
         .people_actions
-        .approve(&by, operation_id(&id)?, body.reason)
+        .approve(&action.by, action.id, body.reason)
         .await?;
     Ok(operation_answer(&operation))
 }
@@ -75,18 +71,15 @@ pub(crate) async fn approve(
         (status = 409, body = ErrorBody, description = "`operation_not_awaiting_approval`"),
     )
 )]
-#[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
+#[tracing::instrument(skip_all, fields(actor = %action.by.person.username, operation = %action.id))]
 pub(crate) async fn reject(
     State(state): State<AppState>,
-    Approver(person): Approver,
-    address: ClientAddress,
-    Path(id): Path<String>,
+    action: ActionOn<Approver>,
     OptionalJson(body): OptionalJson<RejectBody>,
 ) -> ApiResult<Response> {
-    let by = acting(person, address);
     let operation = state
         .people_actions
-        .reject(&by, operation_id(&id)?, body.reason)
+        .reject(&action.by, action.id, body.reason)
         .await?;
     Ok(operation_answer(&operation))
 }

@@ -3,13 +3,12 @@
 
 use app::domain::Outcome;
 use app::people_actions::ResolveRequest;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{acting, operation_answer, operation_id, OperationBody};
-use crate::http::audit::ClientAddress;
+use super::{operation_answer, ActionOn, OperationBody};
 use crate::http::auth::Operator;
 use crate::http::error::{ApiResult, ErrorBody};
 use crate::http::json::{AppJson, OptionalJson};
@@ -35,17 +34,14 @@ use crate::startup::AppState;
                 recorded and the background reconciler asks again (`details.next_attempt_at`)"),
     )
 )]
-#[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
+#[tracing::instrument(skip_all, fields(actor = %action.by.person.username, operation = %action.id))]
 pub(crate) async fn reconcile(
     State(state): State<AppState>,
-    Operator(person): Operator,
-    address: ClientAddress,
-    Path(id): Path<String>,
+    action: ActionOn<Operator>,
 ) -> ApiResult<Response> {
-    let by = acting(person, address);
     let operation = state
         .people_actions
-        .reconcile(&by, operation_id(&id)?)
+        .reconcile(&action.by, action.id)
         .await?;
     Ok(operation_answer(&operation))
 }
@@ -91,12 +87,10 @@ pub(crate) struct ResolveBody {
             description = "`operation_already_final`, or `invalid_transition` (awaiting approval or approved)"),
     )
 )]
-#[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
+#[tracing::instrument(skip_all, fields(actor = %action.by.person.username, operation = %action.id))]
 pub(crate) async fn resolve(
     State(state): State<AppState>,
-    Operator(person): Operator,
-    address: ClientAddress,
-    Path(id): Path<String>,
+    action: ActionOn<Operator>,
     AppJson(body): AppJson<ResolveBody>,
 ) -> ApiResult<Response> {
     let request = ResolveRequest {
@@ -106,10 +100,9 @@ pub(crate) async fn resolve(
         retryable: body.retryable,
         reason: body.reason,
     };
-    let by = acting(person, address);
     let operation = state
         .people_actions
-        .resolve(&by, operation_id(&id)?, request)
+        .resolve(&action.by, action.id, request)
         .await?;
     Ok(operation_answer(&operation))
 }
@@ -142,18 +135,15 @@ pub(crate) struct ExpireBody {
             description = "`invalid_transition`: the operation is `pending` or `unknown`"),
     )
 )]
-#[tracing::instrument(skip_all, fields(actor = %person.0.username, operation = %id))]
+#[tracing::instrument(skip_all, fields(actor = %action.by.person.username, operation = %action.id))]
 pub(crate) async fn expire(
     State(state): State<AppState>,
-    Operator(person): Operator,
-    address: ClientAddress,
-    Path(id): Path<String>,
+    action: ActionOn<Operator>,
     OptionalJson(body): OptionalJson<ExpireBody>,
 ) -> ApiResult<Response> {
-    let by = acting(person, address);
     let operation = state
         .people_actions
-        .expire(&by, operation_id(&id)?, body.reason)
+        .expire(&action.by, action.id, body.reason)
         .await?;
     Ok(operation_answer(&operation))
 }

@@ -10,14 +10,17 @@ mod reports;
 use app::domain::{Namespace, Permission};
 use app::ledger::{LedgerError, Operation, SettleRefused};
 use app::people_actions::{Acting, ActionError};
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Serialize;
+use std::marker::PhantomData;
 use uuid::Uuid;
 
 use super::audit::ClientAddress;
-use super::auth::{AgentCaller, Caller};
+use super::auth::{AgentCaller, Approver, Caller, Operator, Person};
 use super::error::{ApiError, ApiResult};
 use super::json::AppJson;
 use crate::startup::AppState;
@@ -48,11 +51,46 @@ pub fn router() -> Router<AppState> {
         .route("/v1/operations/{id}/expire", post(expire))
 }
 
-/// The person acting, as the shared people's actions take them.
-fn acting(person: crate::http::auth::Person, address: ClientAddress) -> Acting {
-    Acting {
-        person: person.0,
-        address: address.0,
+/// The role a person needs to act on an operation, as the extractor that checks it.
+pub(crate) trait Role: FromRequestParts<AppState, Rejection = ApiError> {
+    fn person(self) -> Person;
+}
+
+impl Role for Operator {
+    fn person(self) -> Person {
+        self.0
+    }
+}
+
+impl Role for Approver {
+    fn person(self) -> Person {
+        self.0
+    }
+}
+
+/// A person with the role `R` acting on the operation named in the path: who (from where)
+/// and which operation. The role is checked before the body is read, so a caller without it
+/// is told 403 whatever they send; an id that is not a UUID names no operation (404).
+pub(crate) struct ActionOn<R> {
+    pub by: Acting,
+    pub id: Uuid,
+    role: PhantomData<R>,
+}
+
+impl<R: Role> FromRequestParts<AppState> for ActionOn<R> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let person = R::from_request_parts(parts, state).await?.person();
+        let Ok(address) = ClientAddress::from_request_parts(parts, state).await;
+        let Path(id) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::NotFound("no such operation"))?;
+        Ok(Self {
+            by: person.acting(address),
+            id: operation_id(&id)?,
+            role: PhantomData,
+        })
     }
 }
 

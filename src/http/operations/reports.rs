@@ -49,12 +49,30 @@ pub(crate) struct ReportBody<'a> {
     operation: &'a Operation,
 }
 
-fn report_answer(operation: &Operation) -> Response {
-    AppJson(ReportBody {
-        fields: operation,
-        operation,
+/// Hands the lease holder's report on the operation `id` to the ledger and answers with the
+/// operation it leaves.
+async fn report_to_ledger(
+    state: &AppState,
+    agent: &AgentCaller,
+    id: &str,
+    lease_token: &str,
+    report: Report,
+) -> ApiResult<Response> {
+    let operation = state
+        .ledger
+        .report(
+            agent.namespace(),
+            operation_id(id)?,
+            lease_token,
+            report,
+            &actor(agent),
+        )
+        .await?;
+    Ok(AppJson(ReportBody {
+        fields: &operation,
+        operation: &operation,
     })
-    .into_response()
+    .into_response())
 }
 
 fn error_value(error: Option<ErrorInfo>) -> Option<Value> {
@@ -94,17 +112,7 @@ pub(crate) async fn complete(
         retryable: body.retryable,
         provider_ref: body.provider_ref,
     };
-    let operation = state
-        .ledger
-        .report(
-            agent.namespace(),
-            operation_id(&id)?,
-            &body.lease_token,
-            report,
-            &actor(&agent),
-        )
-        .await?;
-    Ok(report_answer(&operation))
+    report_to_ledger(&state, &agent, &id, &body.lease_token, report).await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -143,15 +151,5 @@ pub(crate) async fn unknown(
     let report = Report::Unknown {
         error: error_value(body.error),
     };
-    let operation = state
-        .ledger
-        .report(
-            agent.namespace(),
-            operation_id(&id)?,
-            &body.lease_token,
-            report,
-            &actor(&agent),
-        )
-        .await?;
-    Ok(report_answer(&operation))
+    report_to_ledger(&state, &agent, &id, &body.lease_token, report).await
 }
