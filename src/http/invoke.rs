@@ -14,9 +14,7 @@ use super::auth::AgentCaller;
 use super::error::{ApiError, ApiResult, ErrorBody};
 
 use super::json::AppJson;
-use super::operations::{
-    actor, begin_request, claim_response, prefer_wait, ClaimBody, OperationBody,
-};
+use super::operations::{actor, claim_response, prefer_wait, sent_claim, ClaimBody, OperationBody};
 use crate::startup::AppState;
 
 /// The claim body with the path's tool filled in; a different body `tool` is refused (a
@@ -101,7 +99,7 @@ pub(crate) async fn invoke(
     headers: HeaderMap,
     AppJson(body): AppJson<Map<String, Value>>,
 ) -> ApiResult<Response> {
-    let request = begin_request(&headers, claim_body(&name, body)?)?;
+    let request = sent_claim(&headers, claim_body(&name, body)?)?;
     let wait = prefer_wait(&headers);
     let _waiting = match wait {
         Some(_) => Some(state.admission.admit_wait(agent.0.key_id)?),

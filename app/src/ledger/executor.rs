@@ -6,13 +6,13 @@ use serde_json::Value;
 use std::time::Duration;
 use uuid::Uuid;
 
-use super::begin::BeginRequest;
 use super::claim::{Claim, Fresh};
 use super::complete::{Report, ReportRefused};
 use super::error::LedgerError;
 use super::failpoint;
 use super::model::{ClaimRequest, Lease, Operation, Runner};
 use super::provider::Execution;
+use super::sent_claim::SentClaim;
 use super::service::{committed, Ledger};
 use super::settle::Settlement;
 use crate::domain::{ExecutorConfig, Guarantee, Namespace, ToolPolicy};
@@ -42,7 +42,7 @@ impl Ledger {
         &self,
         namespace: &Namespace,
         actor: &str,
-        mut request: BeginRequest,
+        mut request: SentClaim,
         wait: Option<Duration>,
     ) -> Result<Invoked, LedgerError> {
         let (_, policy, _) = self.tool(&request.tool).await?;
@@ -58,8 +58,8 @@ impl Ledger {
         request.runner = Runner::Idem;
         let args = request.args.clone();
         let claim = match wait {
-            Some(wait) => self.begin_waiting(namespace, actor, request, wait).await?,
-            None => self.begin(namespace, actor, request).await?,
+            Some(wait) => self.claim_waiting(namespace, actor, request, wait).await?,
+            None => self.claim(namespace, actor, request).await?,
         };
         let Claim::Started { operation, lease } = claim else {
             return Ok(Invoked::Answered(claim));

@@ -1,7 +1,6 @@
 //! The ledger: claim, report, replay. The rules are pure functions (`claim`, `complete`);
 //! [`Ledger`] drives them over a [`LedgerStore`], which runs them inside its transactions.
 
-mod begin;
 mod changes;
 mod claim;
 mod complete;
@@ -15,6 +14,7 @@ mod notify;
 mod operator;
 mod prepare;
 mod provider;
+mod sent_claim;
 mod service;
 mod settle;
 mod store;
@@ -22,7 +22,6 @@ pub mod telemetry;
 mod verdict;
 mod write;
 
-pub use begin::BeginRequest;
 pub use changes::{Changes, OperationChange};
 pub use claim::{decide_claim, expire_lease_at, provider_key_of, ttl_has_ended, Claim, Fresh};
 pub use complete::{decide_report, Report, ReportRefused};
@@ -35,6 +34,7 @@ pub use notify::{newly_requested, ApprovalNotifier};
 pub use operator::{ReconcileRound, RECONCILER_ACTOR};
 pub use prepare::{check_request, prepare_claim};
 pub use provider::{Execution, Lookup, LookupError, Provider};
+pub use sent_claim::SentClaim;
 pub use service::{EventsPage, Ledger};
 pub use settle::{
     decide_settlement, Resolution, SettleRefused, Settlement, RECONCILE_BACKOFF_SECONDS,

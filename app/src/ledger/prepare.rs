@@ -2,14 +2,14 @@
 //! shape and depth, the key, the fingerprint and the redacted arguments. Pure, so that it can
 //! be fuzzed (`tests/fuzz`) and tested without a database.
 
-use super::begin::BeginRequest;
 use super::error::LedgerError;
 use super::model::ClaimRequest;
+use super::sent_claim::SentClaim;
 use crate::domain::{self, Fingerprint, KeyChoice, Namespace, ToolName, ToolPolicy};
 
 /// The checks that need no tool policy: the tool's name, and `args` being an object nested at
 /// most [`domain::MAX_DEPTH`] deep. Returns the tool, whose policy the caller then looks up.
-pub fn check_request(request: &BeginRequest) -> Result<ToolName, LedgerError> {
+pub fn check_request(request: &SentClaim) -> Result<ToolName, LedgerError> {
     let tool = ToolName::try_from(request.tool.as_str())
         .map_err(|e| LedgerError::invalid(e.code(), e.to_string()))?;
     if !request.args.is_object() {
@@ -28,7 +28,7 @@ pub fn check_request(request: &BeginRequest) -> Result<ToolName, LedgerError> {
 pub fn prepare_claim(
     namespace: &Namespace,
     tool: ToolName,
-    request: BeginRequest,
+    request: SentClaim,
     policy: ToolPolicy,
 ) -> Result<ClaimRequest, LedgerError> {
     let choice = KeyChoice {

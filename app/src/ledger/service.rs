@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-use super::begin::BeginRequest;
 use super::changes::Changes;
 use super::claim::{Claim, Fresh};
 use super::complete::Report;
@@ -14,6 +13,7 @@ use super::model::{ClaimRequest, Event, Operation, Runner};
 use super::notify::{newly_requested, ApprovalNotifier};
 use super::prepare::{check_request, prepare_claim};
 use super::provider::Provider;
+use super::sent_claim::SentClaim;
 use super::store::{EventPage, EventPosition, LedgerStore, OperationFilter, RegisteredTool};
 use super::telemetry::Telemetry;
 use super::verdict::Verdict;
@@ -157,13 +157,14 @@ impl Ledger {
         self
     }
 
-    /// Begins (or replays) an operation for an agent of `namespace`.
+    /// Claims a key for an agent of `namespace`: begins its operation, or answers for the one
+    /// it has (a replay, a duplicate in flight, a refusal).
     #[tracing::instrument(skip_all, fields(namespace = %namespace, tool = %request.tool))]
-    pub async fn begin(
+    pub async fn claim(
         &self,
         namespace: &Namespace,
         actor: &str,
-        request: BeginRequest,
+        request: SentClaim,
     ) -> Result<Claim, LedgerError> {
         let started = Instant::now();
         let answer = self.claim_once(namespace, actor, request).await;
@@ -171,12 +172,12 @@ impl Ledger {
         answer
     }
 
-    /// One claim, uncounted: `begin` and `begin_waiting` count the answer they give.
+    /// One claim, uncounted: `claim` and `claim_waiting` count the answer they give.
     async fn claim_once(
         &self,
         namespace: &Namespace,
         actor: &str,
-        request: BeginRequest,
+        request: SentClaim,
     ) -> Result<Claim, LedgerError> {
         let claim = self.prepare(namespace, request).await?;
         let mut attempt = 0;
@@ -205,14 +206,14 @@ impl Ledger {
         Ok(decision.outcome)
     }
 
-    /// Like [`Ledger::begin`], but when the key's operation is running or waiting for
+    /// Like [`Ledger::claim`], but when the key's operation is running or waiting for
     /// approval, holds on until it settles or `wait` runs out, then answers for the state it
     /// ends in (`Prefer: wait=N`).
-    pub async fn begin_waiting(
+    pub async fn claim_waiting(
         &self,
         namespace: &Namespace,
         actor: &str,
-        request: BeginRequest,
+        request: SentClaim,
         wait: Duration,
     ) -> Result<Claim, LedgerError> {
         let deadline = Instant::now() + wait;
@@ -277,7 +278,7 @@ impl Ledger {
     async fn prepare(
         &self,
         namespace: &Namespace,
-        request: BeginRequest,
+        request: SentClaim,
     ) -> Result<ClaimRequest, LedgerError> {
         let tool = check_request(&request)?;
         let mut policy = self

@@ -1,7 +1,7 @@
 //! `POST /v1/operations`: the claim, and the contract's answer for each outcome.
 
 use app::domain::ToolName;
-use app::ledger::{BeginRequest, Claim, Lease, Operation};
+use app::ledger::{Claim, Lease, Operation, SentClaim};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -137,18 +137,18 @@ pub(crate) async fn claim(
     headers: HeaderMap,
     AppJson(body): AppJson<ClaimBody>,
 ) -> ApiResult<Response> {
-    let request = begin_request(&headers, body)?;
+    let request = sent_claim(&headers, body)?;
     let Some(wait) = prefer_wait(&headers) else {
         let claim = state
             .ledger
-            .begin(agent.namespace(), &actor(&agent), request)
+            .claim(agent.namespace(), &actor(&agent), request)
             .await?;
         return Ok(claim_response(claim));
     };
     let _waiting = state.admission.admit_wait(agent.0.key_id)?;
     let claim = state
         .ledger
-        .begin_waiting(
+        .claim_waiting(
             agent.namespace(),
             &actor(&agent),
             request,
@@ -163,8 +163,8 @@ pub(crate) async fn claim(
 }
 
 /// The ledger's request from the headers and the body.
-pub(crate) fn begin_request(headers: &HeaderMap, body: ClaimBody) -> ApiResult<BeginRequest> {
-    Ok(BeginRequest {
+pub(crate) fn sent_claim(headers: &HeaderMap, body: ClaimBody) -> ApiResult<SentClaim> {
+    Ok(SentClaim {
         tool: body.tool,
         args: body.args,
         header_key: header_key(headers)?,

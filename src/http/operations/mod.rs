@@ -28,7 +28,7 @@ use crate::startup::AppState;
 pub(super) use approvals::{__path_approve, __path_reject, approve, reject};
 pub(super) use changes::{__path_changes, changes};
 pub(super) use claim::{__path_claim, claim};
-pub(crate) use claim::{begin_request, claim_response, prefer_wait, ClaimBody};
+pub(crate) use claim::{claim_response, prefer_wait, sent_claim, ClaimBody};
 pub(super) use interventions::{
     __path_expire, __path_reconcile, __path_resolve, expire, reconcile, resolve,
 };

@@ -52,9 +52,8 @@ const MAX_BATCH: usize = 256;
 /// The most batches committed on one hold of the pool's (one) connection, back to back
 /// while changes keep coming: its other users (touches of API keys and sessions, the
 /// metrics roll-up, the audit log) wait for the writer no longer than this many commits
-/// (and a `LINGER`), ~100 ms under full load here. Each hold prepares its lists' texts
-/// afresh: with 16 batches a hold that cost ~0.1 ms a batch (bench at 64, batches of
-/// 1.5–2 ms), with 64 a quarter of that.
+/// (and a `LINGER`). Each hold prepares its lists' texts afresh, so a longer hold spreads
+/// that cost over more batches.
 const HOLD_BATCHES: usize = 64;
 
 /// How long the writer, its queue empty, keeps the connection's handle waiting for more

@@ -7,7 +7,7 @@
 #![no_main]
 
 use app::domain::{Fingerprint, Namespace, ToolPolicy, MAX_KEY_LEN};
-use app::ledger::{check_request, prepare_claim, BeginRequest, LedgerError};
+use app::ledger::{check_request, prepare_claim, LedgerError, SentClaim};
 use idem_fuzz::assert_no_card_numbers;
 use libfuzzer_sys::fuzz_target;
 use serde::Deserialize;
@@ -44,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(body) = serde_json::from_slice::<ClaimBody>(body) else {
         return;
     };
-    let request = BeginRequest {
+    let request = SentClaim {
         tool: body.tool,
         args: body.args,
         header_key: header,

@@ -6,7 +6,7 @@ use super::model::Runner;
 
 /// A claim as the agent sent it, before any checks.
 #[derive(Debug, Clone, Default)]
-pub struct BeginRequest {
+pub struct SentClaim {
     pub tool: String,
     pub args: Value,
     /// The `Idempotency-Key` header.
