@@ -57,7 +57,42 @@ export interface GuardOptions<A extends unknown[]> {
   /** Seconds to wait for a person's approval instead of throwing `AwaitingApproval`. */
   approvalWaitSeconds?: number;
   onUnavailable?: OnUnavailable;
+  /**
+   * The toolkit's id of this tool call, when its approval was asked of idem first
+   * (`approvalState`): the call then uses the key that question used, and the attempt a
+   * person's approval opened.
+   */
+  callId?: string;
 }
+
+/** Where a tool call that may need a person stands in idem (see `Idem.approvalState`). */
+export type ApprovalState =
+  /** The tool waits for no one, or the call was settled before: run it (a repeat replays). */
+  | { decision: "not_needed" }
+  /** A person approved it in idem: the guarded call runs it, once. */
+  | { decision: "approved" }
+  /** It waits for a person in idem's dashboard; nothing was done. */
+  | { decision: "awaiting"; operationId: string; dashboardUrl: string }
+  /** A person rejected it (or the request expired); never run. */
+  | { decision: "rejected"; reason: string };
+
+export interface ApprovalQuestion {
+  /** The toolkit's id of the tool call; the guarded execution must be given the same. */
+  callId: string;
+  /** A business identity of the call, as the guard's `key` would give. */
+  businessKey?: string;
+  /** Hold the question up to this many seconds while the call waits for a person. */
+  waitSeconds?: number;
+}
+
+/** A tool call whose approval was asked of idem: its key, and the attempt it opened, if any. */
+interface AskedCall {
+  options: ClaimOptions;
+  opened?: Claim;
+}
+
+/** Asked calls kept at most; the oldest are forgotten first (their execution then claims anew). */
+const MAX_ASKED_CALLS = 10_000;
 
 const ERRORS_BY_CODE: Record<string, new (message: string, fields: ErrorFields) => IdemError> = {
   operation_outcome_unknown: OutcomeUnknown,
@@ -98,6 +133,8 @@ export class Idem {
   private readonly timeoutMs: number;
   private readonly inProgressWaitSeconds: number;
   private readonly runs = new AsyncLocalStorage<RunState>();
+  private readonly approvalPolicies = new Map<string, Promise<boolean>>();
+  private readonly askedCalls = new Map<string, AskedCall>();
 
   constructor(options: IdemOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -146,6 +183,64 @@ export class Idem {
     return operationOf(await this.send("GET", `/v1/operations/${id}`));
   }
 
+  /**
+   * Asks idem, without acting, whether the tool call `callId` may run: for a tool that waits
+   * for a person (`irreversible`, or `approval: "always"`), it is claimed, which records the
+   * request for the dashboard and answers where it stands; any other tool is `not_needed`
+   * unclaimed. The key is the guarded call's: the next step of the run (taken now, once per
+   * call id) or `businessKey`. Once approved, the claim opens the attempt, which the guarded
+   * call given the same `callId` then runs.
+   */
+  async approvalState(tool: string, args: Record<string, unknown>, question: ApprovalQuestion): Promise<ApprovalState> {
+    if (!(await this.waitsForPerson(tool))) return { decision: "not_needed" };
+    const call = this.askedCall(question);
+    if (call.opened) return { decision: "approved" };
+    let claim: Claim;
+    try {
+      claim = await this.claim(tool, args, { ...call.options, waitSeconds: question.waitSeconds });
+    } catch (error) {
+      if (error instanceof AwaitingApproval) {
+        return { decision: "awaiting", operationId: error.operationId, dashboardUrl: error.dashboardUrl };
+      }
+      // In flight, unknown, or a key reused: the guarded call tells the model.
+      if (error instanceof InProgress || error instanceof OutcomeUnknown || error instanceof KeyReused) {
+        return { decision: "not_needed" };
+      }
+      throw error;
+    }
+    if (claim.operation.status === "rejected") return { decision: "rejected", reason: claim.note ?? "rejected" };
+    if (!claim.lease) return { decision: "not_needed" };
+    call.opened = claim;
+    return { decision: "approved" };
+  }
+
+  /** Whether calls of `tool` wait for a person, by its registered policy (asked once). */
+  private waitsForPerson(tool: string): Promise<boolean> {
+    let answer = this.approvalPolicies.get(tool);
+    if (!answer) {
+      answer = this.send("GET", `/v1/tools/${encodeURIComponent(tool)}`).then((policy) => {
+        const { effect, approval } = policy as { effect?: string; approval?: string };
+        return effect === "irreversible" || approval === "always";
+      });
+      answer.catch(() => this.approvalPolicies.delete(tool));
+      this.approvalPolicies.set(tool, answer);
+    }
+    return answer;
+  }
+
+  /** The call `question.callId` as first asked: its key is fixed then. */
+  private askedCall(question: ApprovalQuestion): AskedCall {
+    const known = this.askedCalls.get(question.callId);
+    if (known) return known;
+    const run = this.runs.getStore();
+    const call = { options: { businessKey: question.businessKey, runId: run?.runId, step: run?.takeStep() } };
+    if (this.askedCalls.size >= MAX_ASKED_CALLS) {
+      this.askedCalls.delete(this.askedCalls.keys().next().value!);
+    }
+    this.askedCalls.set(question.callId, call);
+    return call;
+  }
+
   /** Runs `body` as the run `runId`: each guarded call inside gets the next step number. */
   run<T>(runId: string, body: () => T, options: { step?: number } = {}): T {
     return this.runs.run(new RunState(runId, options.step ?? 0), body);
@@ -175,8 +270,10 @@ export class Idem {
     options: GuardOptions<A>,
   ): Promise<GuardResult<R>> {
     const named = namedArgs(args);
+    const asked = options.callId === undefined ? undefined : this.askedCalls.get(options.callId);
+    if (asked) this.askedCalls.delete(options.callId!);
     const run = this.runs.getStore();
-    const claimOptions: ClaimOptions = {
+    const claimOptions: ClaimOptions = asked?.options ?? {
       businessKey: options.key?.(...args),
       runId: run?.runId,
       step: run?.takeStep(),
@@ -184,7 +281,7 @@ export class Idem {
     const failOpen = (options.onUnavailable ?? this.onUnavailable) === "fail_open";
     let claim: Claim;
     try {
-      claim = await this.patientClaim(tool, named, claimOptions, options.approvalWaitSeconds);
+      claim = asked?.opened ?? (await this.patientClaim(tool, named, claimOptions, options.approvalWaitSeconds));
     } catch (error) {
       if (!(error instanceof IdemUnavailable) || !failOpen) throw error;
       console.error(`idem is unavailable: running ${tool} UNRECORDED (fail_open)`);

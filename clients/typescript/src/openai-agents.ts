@@ -4,10 +4,15 @@
 // tool's output, idem's note and the stored result after a repeat, or that a call waits for a
 // person's approval in idem, or a refusal and its reason.
 //
+// With `needsApproval: true`, a call of a tool that waits for a person in idem interrupts the
+// run in the SDK's own approval flow; `decideFromIdem` approves or rejects the interruptions
+// as people decided in idem (a rejection with the approver's reason for the model), and the
+// run resumes from its `RunState`.
+//
 // No dependency on `@openai/agents`: a tool is anything with a `name` and an
 // `invoke(runContext, input)` taking the model's arguments as JSON text.
 
-import type { Idem } from "./client.js";
+import type { ApprovalState, Idem } from "./client.js";
 import type { GuardResult } from "./models.js";
 import { toldToTheModel } from "./told.js";
 
@@ -15,6 +20,7 @@ import { toldToTheModel } from "./told.js";
 export interface InvokableTool {
   name: string;
   invoke: (runContext: never, input: string, details?: never) => Promise<unknown>;
+  needsApproval?: unknown;
 }
 
 export interface WithIdemOptions {
@@ -22,6 +28,8 @@ export interface WithIdemOptions {
   names?: Record<string, string>;
   /** A business identity from a tool's arguments, per tool name. */
   keys?: Record<string, (args: Record<string, unknown>) => string>;
+  /** Give each tool a `needsApproval` answered by idem: a call waiting for a person interrupts the run. */
+  needsApproval?: boolean;
 }
 
 /** `tools` with each invocation guarded by idem. */
@@ -30,11 +38,12 @@ export function withIdem<T extends InvokableTool>(idem: Idem, tools: T[], option
     const invoke = tool.invoke as (runContext: unknown, input: string, details?: unknown) => Promise<unknown>;
     const registered = options.names?.[tool.name] ?? tool.name;
     const key = options.keys?.[tool.name];
-    const guarded = async (runContext: unknown, input: string, details?: unknown) => {
+    const guarded = async (runContext: unknown, input: string, details?: { toolCall?: { callId?: string } }) => {
       const args = (input ? JSON.parse(input) : {}) as Record<string, unknown>;
       const call = idem.guard(registered, async (_: Record<string, unknown>) => invoke(runContext, input, details), {
         withNote: true,
         key: key ? (named: Record<string, unknown>) => key(named) : undefined,
+        callId: details?.toolCall?.callId,
       });
       try {
         const outcome = (await call(args)) as GuardResult<unknown>;
@@ -45,6 +54,66 @@ export function withIdem<T extends InvokableTool>(idem: Idem, tools: T[], option
         return toldToTheModel(error);
       }
     };
-    return { ...tool, invoke: guarded as T["invoke"] };
+    const approval = options.needsApproval
+      ? {
+          needsApproval: async (_: unknown, input: Record<string, unknown>, callId?: string) => {
+            if (callId === undefined) return false;
+            const state = await ask(idem, registered, input, callId, key);
+            return state.decision === "awaiting";
+          },
+        }
+      : {};
+    return { ...tool, ...approval, invoke: guarded as T["invoke"] };
   });
+}
+
+/** The part of an interrupted run's result this adapter reads and decides on. */
+export interface InterruptedRun {
+  interruptions: ReadonlyArray<{ name?: string; arguments?: string; rawItem: { callId?: string } }>;
+  state: {
+    approve(item: never): void;
+    reject(item: never, options?: { message?: string }): void;
+  };
+}
+
+/**
+ * Approves or rejects the run's interruptions as people decided in idem: approved (or no
+ * longer waiting for anyone), or rejected with the approver's reason as the model's message.
+ * An interruption still waiting for a person is left as it is. Answers how many are left;
+ * resume the run with `result.state` (`runner.run(agent, result.state)`) once it is 0.
+ * `waitSeconds` holds each question up to that long while its call waits (`Prefer: wait`).
+ */
+export async function decideFromIdem(
+  idem: Idem,
+  result: InterruptedRun,
+  options: Omit<WithIdemOptions, "needsApproval"> & { waitSeconds?: number } = {},
+): Promise<number> {
+  let waiting = 0;
+  for (const item of result.interruptions) {
+    const name = item.name ?? "";
+    const callId = item.rawItem.callId;
+    if (callId === undefined) {
+      waiting++;
+      continue;
+    }
+    const args = (item.arguments ? JSON.parse(item.arguments) : {}) as Record<string, unknown>;
+    const registered = options.names?.[name] ?? name;
+    const state = await ask(idem, registered, args, callId, options.keys?.[name], options.waitSeconds);
+    if (state.decision === "awaiting") waiting++;
+    else if (state.decision === "rejected") result.state.reject(item as never, { message: `Not done, do not retry: ${state.reason}` });
+    else result.state.approve(item as never);
+  }
+  return waiting;
+}
+
+/** Asks idem where the tool call stands (see `Idem.approvalState`). */
+function ask(
+  idem: Idem,
+  tool: string,
+  args: Record<string, unknown>,
+  callId: string,
+  key?: (args: Record<string, unknown>) => string,
+  waitSeconds?: number,
+): Promise<ApprovalState> {
+  return idem.approvalState(tool, args, { callId, businessKey: key?.(args), waitSeconds });
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 
 import { Idem } from "../src/index.js";
-import { withIdem } from "../src/openai-agents.js";
+import { decideFromIdem, withIdem } from "../src/openai-agents.js";
 import { TestServer, uniqueTool } from "./server.js";
 
 setTracingDisabled(true);
@@ -41,8 +41,9 @@ function scriptedModel(name: string, args: unknown, seen: string[]): Model {
   };
 }
 
-async function refundTurn(idem: Idem, name: string, args: { orderId: string; cents: number }, seen: string[], calls: string[]) {
-  const refund = tool({
+/** A refund tool named `name` that notes each order it refunds in `calls`. */
+function refundTool(name: string, calls: string[]) {
+  return tool({
     name,
     description: "Refunds an order",
     parameters: z.object({ orderId: z.string(), cents: z.number() }),
@@ -51,6 +52,10 @@ async function refundTurn(idem: Idem, name: string, args: { orderId: string; cen
       return { refundId: `re_${input.orderId}`, cents: input.cents };
     },
   });
+}
+
+async function refundTurn(idem: Idem, name: string, args: { orderId: string; cents: number }, seen: string[], calls: string[]) {
+  const refund = refundTool(name, calls);
   const tools = withIdem(idem, [refund], { keys: { [name]: (input) => `refund:${input.orderId}` } });
   const agent = new Agent({ name: "support", model: scriptedModel(name, args, seen), tools });
   return new Runner().run(agent, "refund it");
@@ -88,5 +93,45 @@ describe("withIdem on the OpenAI Agents SDK", () => {
     await turn("b-2");
     expect(seen[seen.length - 1]).toMatch(/duplicate request/);
     expect(calls).toEqual(["b-1"]);
+  });
+
+  it("interrupts the run in the SDK's own approval flow until a person decides in idem", async () => {
+    const idem = new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey() });
+    const name = uniqueTool();
+    await server.asAdmin("PUT", `/v1/tools/${name}`, { effect: "irreversible" });
+    const keys = { [name]: (input: Record<string, unknown>) => `refund:${input.orderId}` };
+    const calls: string[] = [];
+    const tools = withIdem(idem, [refundTool(name, calls)], { keys, needsApproval: true });
+    const runner = new Runner();
+    const waitingId = async () => {
+      const listed = (await server.asAdmin("GET", `/v1/operations?status=awaiting_approval&tool=${name}`)) as {
+        operations: { id: string }[];
+      };
+      expect(listed.operations).toHaveLength(1);
+      return listed.operations[0]!.id;
+    };
+
+    const seen: string[] = [];
+    const agent = new Agent({ name: "support", model: scriptedModel(name, { orderId: "i-1", cents: 5 }, seen), tools });
+    const first = await idem.run("oa-approval-1", () => runner.run(agent, "refund it"));
+    expect(first.interruptions).toHaveLength(1);
+    expect(calls).toEqual([]);
+    expect(await decideFromIdem(idem, first, { keys }), "nobody decided yet").toBe(1);
+    await server.asAdmin("POST", `/v1/operations/${await waitingId()}/approve`, { reason: "checked" });
+    expect(await decideFromIdem(idem, first, { keys })).toBe(0);
+    const resumed = await idem.run("oa-approval-1", () => runner.run(agent, first.state));
+    expect(resumed.interruptions ?? []).toHaveLength(0);
+    expect(calls).toEqual(["i-1"]);
+    expect(seen[0]).toMatch(/re_i-1/);
+
+    const denied: string[] = [];
+    const other = new Agent({ name: "support", model: scriptedModel(name, { orderId: "i-2", cents: 5 }, denied), tools });
+    const second = await idem.run("oa-approval-2", () => runner.run(other, "refund it"));
+    expect(second.interruptions).toHaveLength(1);
+    await server.asAdmin("POST", `/v1/operations/${await waitingId()}/reject`, { reason: "customer already refunded" });
+    expect(await decideFromIdem(idem, second, { keys })).toBe(0);
+    await idem.run("oa-approval-2", () => runner.run(other, second.state));
+    expect(denied[0]).toMatch(/customer already refunded/);
+    expect(calls).toEqual(["i-1"]);
   });
 });

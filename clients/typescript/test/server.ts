@@ -63,7 +63,7 @@ export class TestServer {
     const answer = await fetch(`${this.baseUrl}${path}`, {
       method,
       headers: { cookie: this.cookie, origin: this.baseUrl, "content-type": "application/json" },
-      body: JSON.stringify(body),
+      body: method === "GET" ? undefined : JSON.stringify(body),
     });
     if (!answer.ok) throw new Error(`${method} ${path}: ${answer.status} ${await answer.text()}`);
     return answer.json();
