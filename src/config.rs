@@ -82,7 +82,13 @@ pub struct ServeConfig {
         value_parser = clap::value_parser!(u64).range(10..))]
     pub alert_interval_ms: u64,
 
-    /// Stuck unknowns (unknown longer than 15 minutes) tolerated before `stuck_unknowns` fires.
+    /// An operation `unknown` for longer than this is stuck: `<N>s`, `<N>m` or `<N>h`, from 1
+    /// second up to 7 days. Counted on the overview, in `/v1/metrics` and `/metrics`, and by
+    /// the `stuck_unknowns` alert.
+    #[arg(long, env = "IDEM_STUCK_AFTER", default_value = "15m", value_parser = stuck_after)]
+    pub stuck_after: chrono::TimeDelta,
+
+    /// Stuck unknowns (see `IDEM_STUCK_AFTER`) tolerated before `stuck_unknowns` fires.
     #[arg(long, env = "IDEM_ALERT_STUCK_UNKNOWNS", default_value_t = 0)]
     pub alert_stuck_unknowns: u64,
 
@@ -180,6 +186,7 @@ impl ServeConfig {
             approval_webhook_retry_ms: vec![20, 20, 20, 20],
             alert_webhook_url: None,
             alert_interval_ms: 100,
+            stuck_after: app::ledger::metrics::DEFAULT_STUCK_AFTER,
             alert_stuck_unknowns: 0,
             alert_approval_wait_minutes: 60,
             alert_reconcile_attempts: 3,
@@ -205,6 +212,32 @@ impl ServeConfig {
     }
 }
 
+/// Parses the stuck threshold: a whole number of seconds, minutes or hours (`90s`, `15m`,
+/// `2h`), from 1 second up to 7 days.
+fn stuck_after(text: &str) -> Result<chrono::TimeDelta, String> {
+    let refused =
+        || format!("{text:?} is not a duration such as 90s, 15m or 2h (1 second up to 7 days)");
+    let text = text.trim();
+    let unit_at = text.len().checked_sub(1).ok_or_else(refused)?;
+    let (number, unit) = text.split_at(unit_at);
+    let seconds_per = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => return Err(refused()),
+    };
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refused());
+    }
+    let seconds = number
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| n.checked_mul(seconds_per))
+        .filter(|seconds| (1..=7 * 24 * 3600).contains(seconds))
+        .ok_or_else(refused)?;
+    Ok(chrono::TimeDelta::seconds(seconds))
+}
+
 /// Parses a whole number of minutes, at least one.
 fn minutes(text: &str) -> Result<Duration, String> {
     match text.trim().parse::<u64>() {
@@ -212,5 +245,23 @@ fn minutes(text: &str) -> Result<Duration, String> {
         _ => Err(format!(
             "{text:?} is not a whole number of minutes (1 or more)"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stuck_threshold_is_seconds_minutes_or_hours_up_to_a_week() {
+        assert_eq!(stuck_after("15m"), Ok(chrono::TimeDelta::minutes(15)));
+        assert_eq!(stuck_after("90s"), Ok(chrono::TimeDelta::seconds(90)));
+        assert_eq!(stuck_after("2h"), Ok(chrono::TimeDelta::hours(2)));
+        assert_eq!(stuck_after("168h"), Ok(chrono::TimeDelta::days(7)));
+        for refused in [
+            "", "m", "15", "0m", "-5m", "+5m", "1.5h", "15 m", "7d", "169h", "15M",
+        ] {
+            assert!(stuck_after(refused).is_err(), "{refused:?} is refused");
+        }
     }
 }

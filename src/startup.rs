@@ -133,7 +133,7 @@ impl Application {
             people_actions: PeopleActions::new(ledger.clone(), audit.clone()),
             admin_actions: AdminActions::new(ledger.clone(), identity.clone(), audit.clone()),
             ledger,
-            metrics: Metrics::new(database.metrics_store()),
+            metrics: Metrics::new(database.metrics_store()).with_stuck_after(config.stuck_after),
             database,
             audit,
             identity,
@@ -294,7 +294,7 @@ fn alert_watch(config: &ServeConfig, ledger: &Ledger) -> anyhow::Result<Option<A
         "alert webhook",
     );
     let thresholds = Thresholds {
-        stuck_after: app::ledger::metrics::STUCK_AFTER,
+        stuck_after: config.stuck_after,
         stuck_unknowns: config.alert_stuck_unknowns,
         approval_wait: chrono::TimeDelta::minutes(config.alert_approval_wait_minutes.into()),
         reconcile_attempts: config.alert_reconcile_attempts,

@@ -9,8 +9,28 @@ use uuid::Uuid;
 
 use crate::domain::{Effect, OperationStatus};
 
-/// An `unknown` operation older than this is stuck (API.md: "unknown longer than 15 min").
-pub const STUCK_AFTER_MINUTES: i64 = 15;
+/// How long an operation may be `unknown` before it is stuck (`IDEM_STUCK_AFTER`), in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StuckAfter(pub i64);
+
+impl StuckAfter {
+    pub fn of(threshold: chrono::TimeDelta) -> Self {
+        Self(threshold.num_seconds())
+    }
+
+    /// As people read it: `15 minutes`, `2 hours`, `90 seconds`.
+    pub fn words(self) -> String {
+        let seconds = self.0;
+        let (count, unit) = if seconds % 3600 == 0 {
+            (seconds / 3600, "hour")
+        } else if seconds % 60 == 0 {
+            (seconds / 60, "minute")
+        } else {
+            (seconds, "second")
+        };
+        format!("{count} {unit}{}", if count == 1 { "" } else { "s" })
+    }
+}
 
 /// One row of the operations table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,12 +54,12 @@ pub struct OperationRow {
 }
 
 impl OperationRow {
-    /// Whether it has been `unknown` for longer than the stuck threshold at `now`.
-    pub fn is_stuck(&self, now: DateTime<Utc>) -> bool {
+    /// Whether it has been `unknown` for longer than `stuck_after` at `now`.
+    pub fn is_stuck(&self, now: DateTime<Utc>, stuck_after: StuckAfter) -> bool {
         self.status == OperationStatus::Unknown
             && self
                 .unknown_since
-                .is_some_and(|since| now - since > chrono::Duration::minutes(STUCK_AFTER_MINUTES))
+                .is_some_and(|since| (now - since).num_seconds() > stuck_after.0)
     }
 }
 
@@ -195,6 +215,7 @@ pub struct OverviewView {
     pub mismatches_rejected: u64,
     pub unknown_now: u64,
     pub stuck_unknown: u64,
+    pub stuck_after: StuckAfter,
     pub awaiting_approval: u64,
     pub manual_interventions: u64,
     pub reconciliations: u64,
@@ -250,13 +271,23 @@ mod tests {
     #[test]
     fn only_an_unknown_older_than_the_threshold_is_stuck() {
         let now = Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0).unwrap();
-        let threshold = Duration::minutes(STUCK_AFTER_MINUTES);
+        let threshold = Duration::minutes(20);
+        let after = StuckAfter::of(threshold);
         let unknown = OperationStatus::Unknown;
-        assert!(row(unknown, Some(threshold + Duration::seconds(1)), now).is_stuck(now));
-        assert!(!row(unknown, Some(threshold), now).is_stuck(now));
-        assert!(!row(unknown, None, now).is_stuck(now));
+        assert!(row(unknown, Some(threshold + Duration::seconds(1)), now).is_stuck(now, after));
+        assert!(!row(unknown, Some(threshold), now).is_stuck(now, after));
+        assert!(!row(unknown, None, now).is_stuck(now, after));
         let long_ago = Some(Duration::days(1));
-        assert!(!row(OperationStatus::Pending, long_ago, now).is_stuck(now));
-        assert!(!row(OperationStatus::Succeeded, long_ago, now).is_stuck(now));
+        assert!(!row(OperationStatus::Pending, long_ago, now).is_stuck(now, after));
+        assert!(!row(OperationStatus::Succeeded, long_ago, now).is_stuck(now, after));
+    }
+
+    #[test]
+    fn the_stuck_threshold_reads_in_its_largest_whole_unit() {
+        assert_eq!(StuckAfter(900).words(), "15 minutes");
+        assert_eq!(StuckAfter(3600).words(), "1 hour");
+        assert_eq!(StuckAfter(7200).words(), "2 hours");
+        assert_eq!(StuckAfter(90).words(), "90 seconds");
+        assert_eq!(StuckAfter(60).words(), "1 minute");
     }
 }

@@ -9,10 +9,10 @@
 use app::domain::Namespace;
 use app::ledger::metrics::{
     assemble, minute_start, next_rollup, Gauges, KindCount, MetricsReport, MetricsStore,
-    MetricsWindow, ReconciledSample, SeriesPlan, COUNTED_KINDS,
+    MetricsWindow, ReconciledSample, SeriesPlan, UnknownSpan, COUNTED_KINDS,
 };
 use app::store_error::StoreError;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 use std::sync::LazyLock;
@@ -67,10 +67,45 @@ pub const RECONCILED: &str = r#"select e.at, e.detail
 /// Live operations `unknown` or `awaiting_approval`, and how many were last updated before
 /// `$1` (stuck).
 pub const GAUGES: &str = r#"select status, count(*) as count,
-        cast(coalesce(sum(case when updated_at < $1 then 1 else 0 end), 0) as bigint) as stuck
+        cast(coalesce(sum(case when coalesce(unknown_since, updated_at) < $1 then 1 else 0 end), 0) as bigint) as stuck
     from operations
     where retired_at is null and status in ('unknown', 'awaiting_approval') and ($2 is null or namespace = $2)
     group by status"#;
+
+/// The times operations were `unknown` that reach past `$2` (the window's start less the
+/// stuck threshold) and began before `$1` (the window's end), of namespace `$3` or of all:
+/// each from the event that made its operation `unknown` (a report of `unknown`, or a lease
+/// that ran out on a tool whose calls are never repeated) to the first reconciliation or
+/// person's resolution after it, if any.
+const UNKNOWN_SPANS: &str = r#"select since, until from (
+        select e.at as since,
+            (select min(x.at) from operation_events x
+             where x.operation_id = e.operation_id and x.kind in ('reconciled', 'resolved')
+               and x.at >= e.at) as until
+        from operation_events e join operations o on o.id = e.operation_id
+        where e.at < $1 and ($3 is null or o.namespace = $3)
+          and (e.kind = 'marked_unknown'
+               or (e.kind = 'lease_expired' and o.effect in ('non_idempotent_write', 'irreversible')))
+    ) as spans
+    where until is null or until > $2"#;
+
+/// The times operations were `unknown` that matter to the plan's stuck series.
+async fn unknown_spans<DB: Dialect>(
+    conn: &mut DB::Connection,
+    plan: &SeriesPlan,
+    namespace: &Option<String>,
+) -> Result<Vec<UnknownSpan>, StoreError> {
+    let rows: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)> = DB::query_as(UNKNOWN_SPANS)
+        .param(plan.now)
+        .param(plan.from() - plan.stuck_after)
+        .param(namespace)
+        .rows(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(since, until)| UnknownSpan { since, until })
+        .collect())
+}
 
 async fn watermark<DB: Dialect>(
     conn: &mut DB::Connection,
@@ -110,11 +145,12 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
         &self,
         namespace: Option<&Namespace>,
         window: &MetricsWindow,
+        stuck_after: TimeDelta,
     ) -> Result<MetricsReport, StoreError> {
         // Replays and refused duplicates are counted: see this process's so far.
         self.0.quiet_events().flush().await;
         let mut conn = self.0.read_connection().await?;
-        let plan = SeriesPlan::new(window.clone(), B::Db::now(&mut conn).await?);
+        let plan = SeriesPlan::new(window.clone(), B::Db::now(&mut conn).await?, stuck_after);
         let namespace = namespace.map(|n| n.to_string());
         // Minutes before the watermark are folded; the rest are read from the events.
         // Retention deletes only events of folded minutes, so a fold or a deletion
@@ -156,7 +192,8 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
             })
             .collect();
         let gauges = gauges::<B::Db>(&mut conn, &plan, &namespace).await?;
-        Ok(assemble(&plan, &counts, &samples, gauges))
+        let spans = unknown_spans::<B::Db>(&mut conn, &plan, &namespace).await?;
+        Ok(assemble(&plan, &counts, &samples, &spans, gauges))
     }
 
     async fn roll_up(&self) -> Result<u64, StoreError> {

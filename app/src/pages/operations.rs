@@ -10,7 +10,7 @@ use crate::components::{
 };
 use crate::domain::OperationStatus;
 use crate::server_fns::{list_operations, OperationsPage as Page};
-use crate::views::OperationRow;
+use crate::views::{OperationRow, StuckAfter};
 
 /// What the table is filtered by, as the query string holds it (empty: any).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -202,7 +202,11 @@ fn Table(page: Page, filter: OperationsFilter, paged: bool) -> impl IntoView {
                     </tr>
                 </thead>
                 <tbody>
-                    {page.rows.into_iter().map(|row| view! { <Row row /> }).collect_view()}
+                    {page
+                        .rows
+                        .into_iter()
+                        .map(|row| view! { <Row row stuck_after=page.stuck_after /> })
+                        .collect_view()}
                 </tbody>
             </table>
         </div>
@@ -215,8 +219,8 @@ fn Table(page: Page, filter: OperationsFilter, paged: bool) -> impl IntoView {
 }
 
 #[component]
-fn Row(row: OperationRow) -> impl IntoView {
-    let stuck = row.is_stuck(chrono::Utc::now());
+fn Row(row: OperationRow, stuck_after: StuckAfter) -> impl IntoView {
+    let stuck = row.is_stuck(chrono::Utc::now(), stuck_after);
     let href = format!("/operations/{}", row.id);
     let run = match (&row.run_id, row.step) {
         (Some(run), Some(step)) => format!("{run} / {step}"),

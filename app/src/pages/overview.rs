@@ -77,14 +77,14 @@ fn Numbers(numbers: OverviewView) -> impl IntoView {
             <Tile
                 name="Unknown now"
                 value=numbers.unknown_now.to_string()
-                note=format!("{} stuck (> 15 min)", numbers.stuck_unknown)
+                note=format!("{} stuck (> {})", numbers.stuck_unknown, numbers.stuck_after.words())
                 alert=stuck
                 href="/unknowns"
             />
             <Tile
                 name="Stuck unknowns"
                 value=numbers.stuck_unknown.to_string()
-                note="unknown for more than 15 minutes".to_owned()
+                note=format!("unknown for more than {}", numbers.stuck_after.words())
                 alert=stuck
                 href="/unknowns"
             />

@@ -1,7 +1,8 @@
-//! Operations whose outcome nobody knows: stuck ones first, then the oldest, with a bulk
-//! "reconcile selected" for operators.
+//! Operations whose outcome nobody knows, the longest unknown first (so the stuck ones lead),
+//! with how long each has been unknown and how many lookups failed, and a bulk "reconcile
+//! selected" for operators.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use leptos_router::components::A;
 use uuid::Uuid;
@@ -12,7 +13,7 @@ use crate::components::{
 };
 use crate::domain::{OperationStatus, Permission};
 use crate::server_fns::{list_operations, reconcile_operation, PAGE_SIZE};
-use crate::views::OperationRow;
+use crate::views::{OperationRow, StuckAfter};
 use crate::UiError;
 
 #[component]
@@ -54,9 +55,6 @@ fn Unknowns() -> impl IntoView {
 
     view! {
         <h1>"Unknowns"</h1>
-        <p class="muted">
-            "Operations whose outcome is unknown: idem never re-sends them. Stuck ones (unknown for more than 15 minutes) come first."
-        </p>
         <Show when=move || may_operate>
             <ReconcileSelected />
         </Show>
@@ -64,6 +62,7 @@ fn Unknowns() -> impl IntoView {
             {move || Suspend::new(async move {
                 match queue.await {
                     Ok(page) if page.rows.is_empty() => view! {
+                        <Explained stuck_after=page.stuck_after />
                         <EmptyState title="No unknown operations.">
                             "An operation becomes unknown when a call's outcome could not be learned (a timeout, a lost answer). The reconciler asks the provider in the background; what it cannot settle waits here for you."
                         </EmptyState>
@@ -71,8 +70,10 @@ fn Unknowns() -> impl IntoView {
                     .into_any(),
                     Ok(page) => {
                         let more = page.next_cursor.is_some();
+                        let stuck_after = page.stuck_after;
                         view! {
-                            <UnknownTable rows=stuck_first(page.rows) may_operate />
+                            <Explained stuck_after />
+                            <UnknownTable rows=oldest_first(page.rows) stuck_after may_operate />
                             {more.then(|| view! { <MoreUnknowns /> })}
                         }
                         .into_any()
@@ -84,15 +85,22 @@ fn Unknowns() -> impl IntoView {
     }
 }
 
-/// The page's rows (the oldest unknowns), stuck ones first, then by how long unknown.
-fn stuck_first(mut rows: Vec<OperationRow>) -> Vec<OperationRow> {
-    let now = Utc::now();
-    rows.sort_by_key(|row| {
-        (
-            !row.is_stuck(now),
-            row.unknown_since.unwrap_or(row.created_at),
-        )
-    });
+/// What the page lists, and from when an unknown is stuck.
+#[component]
+fn Explained(stuck_after: StuckAfter) -> impl IntoView {
+    view! {
+        <p class="muted" data-testid="stuck-after">
+            {format!(
+                "Operations whose outcome is unknown, the longest unknown first: idem never re-sends them. One unknown for more than {} is stuck.",
+                stuck_after.words(),
+            )}
+        </p>
+    }
+}
+
+/// The page's rows (the oldest unknowns), the longest unknown first: the stuck ones lead.
+fn oldest_first(mut rows: Vec<OperationRow>) -> Vec<OperationRow> {
+    rows.sort_by_key(|row| row.unknown_since.unwrap_or(row.updated_at));
     rows
 }
 
@@ -108,7 +116,12 @@ fn MoreUnknowns() -> impl IntoView {
 }
 
 #[component]
-fn UnknownTable(rows: Vec<OperationRow>, may_operate: bool) -> impl IntoView {
+fn UnknownTable(
+    rows: Vec<OperationRow>,
+    stuck_after: StuckAfter,
+    may_operate: bool,
+) -> impl IntoView {
+    let now = Utc::now();
     view! {
         <div class="table-wrap">
             <table class="unknowns">
@@ -119,8 +132,8 @@ fn UnknownTable(rows: Vec<OperationRow>, may_operate: bool) -> impl IntoView {
                         <th scope="col">"Tool"</th>
                         <th scope="col">"Key"</th>
                         <th scope="col">"Namespace"</th>
-                        <th scope="col">"Unknown since"</th>
-                        <th scope="col">"Attempts"</th>
+                        <th scope="col">"Unknown for"</th>
+                        <th scope="col">"Failed lookups"</th>
                         <th scope="col">"Next attempt"</th>
                         <th scope="col"><span class="visually-hidden">"Details"</span></th>
                     </tr>
@@ -128,7 +141,7 @@ fn UnknownTable(rows: Vec<OperationRow>, may_operate: bool) -> impl IntoView {
                 <tbody>
                     {rows
                         .into_iter()
-                        .map(|row| view! { <UnknownRow row may_operate /> })
+                        .map(|row| view! { <UnknownRow row now stuck_after may_operate /> })
                         .collect_view()}
                 </tbody>
             </table>
@@ -137,10 +150,16 @@ fn UnknownTable(rows: Vec<OperationRow>, may_operate: bool) -> impl IntoView {
 }
 
 #[component]
-fn UnknownRow(row: OperationRow, may_operate: bool) -> impl IntoView {
+fn UnknownRow(
+    row: OperationRow,
+    now: DateTime<Utc>,
+    stuck_after: StuckAfter,
+    may_operate: bool,
+) -> impl IntoView {
     let id = row.id;
-    let stuck = row.is_stuck(Utc::now());
+    let stuck = row.is_stuck(now, stuck_after);
     let since = row.unknown_since.unwrap_or(row.updated_at);
+    let age = unknown_for(now - since);
     let select_label = format!("Select {}", row.key);
     view! {
         <tr class:stuck=stuck data-morph-key=row.id.to_string()>
@@ -159,8 +178,10 @@ fn UnknownRow(row: OperationRow, may_operate: bool) -> impl IntoView {
             <td>{row.tool.clone()}</td>
             <td><CopyText text=row.key.clone() label="key" /></td>
             <td>{row.namespace.clone()}</td>
-            <td><RelativeTime at=since /></td>
-            <td>{row.reconcile_attempts}</td>
+            <td data-testid="unknown-for">
+                <time datetime=since.to_rfc3339() title=since.to_rfc3339()>{age}</time>
+            </td>
+            <td data-testid="failed-lookups">{row.reconcile_attempts}</td>
             <td>
                 {match row.next_reconcile_at {
                     Some(at) => view! { <RelativeTime at /> }.into_any(),
@@ -169,6 +190,17 @@ fn UnknownRow(row: OperationRow, may_operate: bool) -> impl IntoView {
             </td>
             <td><A href=format!("/operations/{id}")>"Details"</A></td>
         </tr>
+    }
+}
+
+/// How long an operation has been unknown, in its two largest units (`3 h 20 min`).
+fn unknown_for(age: chrono::TimeDelta) -> String {
+    let minutes = age.num_minutes().max(0);
+    match (minutes / (24 * 60), minutes / 60 % 24, minutes % 60) {
+        (0, 0, 0) => "under a minute".to_owned(),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, h, _) => format!("{d} d {h} h"),
     }
 }
 

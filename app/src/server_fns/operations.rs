@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::Outcome;
-use crate::views::{EventsView, OperationDetail, OperationRow};
+use crate::views::{EventsView, OperationDetail, OperationRow, StuckAfter};
 use crate::UiError;
 
 #[cfg(feature = "ssr")]
-use super::context::{acting, answer_with_status, ledger, people_actions, person_who_may};
+use super::context::{acting, answer_with_status, ledger, metrics, people_actions, person_who_may};
 #[cfg(feature = "ssr")]
 use crate::domain::Permission;
 
@@ -23,6 +23,8 @@ pub struct OperationsPage {
     pub rows: Vec<OperationRow>,
     /// The last row's id when more follow; pass it back as `cursor`.
     pub next_cursor: Option<String>,
+    /// How long an operation may be `unknown` before it is stuck (`IDEM_STUCK_AFTER`).
+    pub stuck_after: StuckAfter,
 }
 
 /// A page of operations matching the filter (every field optional; empty means "any"),
@@ -44,6 +46,7 @@ pub async fn list_operations(
     // Services are taken before the first await: during server rendering the Leptos
     // context is only there until the fetch first yields.
     let ledger = ledger()?;
+    let stuck_after = StuckAfter::of(metrics()?.stuck_after());
     person_who_may(Permission::Read).await?;
     let given = |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
     let invalid = |error: String| answer_with_status(UiError::Invalid(error));
@@ -78,7 +81,11 @@ pub async fn list_operations(
     let next_cursor = more
         .then(|| rows.last().map(|row| row.id.to_string()))
         .flatten();
-    Ok(OperationsPage { rows, next_cursor })
+    Ok(OperationsPage {
+        rows,
+        next_cursor,
+        stuck_after,
+    })
 }
 
 /// One operation with its audit trail.

@@ -106,6 +106,22 @@ fn view_of(report: crate::ledger::metrics::MetricsReport) -> OverviewView {
         Style::Bars,
         "",
     );
+    let stuck = chart(
+        "stuck",
+        "Stuck unknowns",
+        &starts,
+        &[Series {
+            name: "stuck unknowns",
+            color: RED,
+            values: report
+                .series
+                .iter()
+                .map(|b| Some(b.stuck_unknown as f64))
+                .collect(),
+        }],
+        Style::Lines,
+        "",
+    );
     let totals = &report.totals;
     OverviewView {
         window: report.window.clone(),
@@ -114,11 +130,14 @@ fn view_of(report: crate::ledger::metrics::MetricsReport) -> OverviewView {
         mismatches_rejected: totals.mismatches_rejected,
         unknown_now: report.unknown_now,
         stuck_unknown: report.stuck_unknown,
+        stuck_after: crate::views::StuckAfter(
+            i64::try_from(report.stuck_after_seconds).unwrap_or(i64::MAX),
+        ),
         awaiting_approval: report.awaiting_approval,
         manual_interventions: totals.manual_interventions,
         reconciliations: totals.reconciliations,
         latency_p50_ms: totals.reconciliation_latency_ms.p50,
         latency_p95_ms: totals.reconciliation_latency_ms.p95,
-        charts: vec![duplicates, latency, interventions],
+        charts: vec![duplicates, stuck, latency, interventions],
     }
 }

@@ -2,7 +2,7 @@
 //! namespaces apart.
 
 use app::domain::Namespace;
-use app::ledger::metrics::{MetricsReport, MetricsWindow};
+use app::ledger::metrics::{MetricsReport, MetricsWindow, DEFAULT_STUCK_AFTER};
 use app::ledger::{Event, EventKind};
 use chrono::{TimeDelta, Utc};
 use serde_json::json;
@@ -116,8 +116,14 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
     ]);
     let day = MetricsWindow::default();
     let support_ns = Namespace::try_from("support").unwrap();
-    let before = metrics.metrics(None, &day).await.unwrap();
-    let support_before = metrics.metrics(Some(&support_ns), &day).await.unwrap();
+    let before = metrics
+        .metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    let support_before = metrics
+        .metrics(Some(&support_ns), &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
 
     // Two rounds at once (two processes): each minute is folded by one of them.
     let (one, two) = tokio::join!(metrics.roll_up(), metrics.roll_up());
@@ -139,8 +145,14 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
         "replayed ×2 minutes, in flight, blocked unknown, mismatch"
     );
 
-    let after = metrics.metrics(None, &day).await.unwrap();
-    let support_after = metrics.metrics(Some(&support_ns), &day).await.unwrap();
+    let after = metrics
+        .metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    let support_after = metrics
+        .metrics(Some(&support_ns), &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
     for (before, after) in [(&before, &after), (&support_before, &support_after)] {
         assert_eq!(before.totals, after.totals);
         if before.to == after.to {
@@ -171,7 +183,11 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
     );
     assert_eq!(support_totals.reconciliations, 1);
     let last_hour = metrics
-        .metrics(None, &MetricsWindow::try_from("1h").unwrap())
+        .metrics(
+            None,
+            &MetricsWindow::try_from("1h").unwrap(),
+            DEFAULT_STUCK_AFTER,
+        )
         .await
         .unwrap();
     assert_eq!(

@@ -3,7 +3,7 @@
 
 use app::domain::{Namespace, Role, Username};
 use app::identity::{NewSession, NewUser, SecretHash};
-use app::ledger::metrics::MetricsWindow;
+use app::ledger::metrics::{MetricsWindow, DEFAULT_STUCK_AFTER};
 use app::ledger::{Event, EventKind};
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
@@ -116,7 +116,10 @@ async fn expired_settled_operations_go_with_their_events_once_folded(
     )
     .await;
     let day = MetricsWindow::default();
-    let before = metrics.metrics(None, &day).await.unwrap();
+    let before = metrics
+        .metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
     assert_eq!(before.totals.duplicates_prevented, 3);
 
     let (purged, _) = purge_all(&database, now, 2).await;
@@ -136,10 +139,16 @@ async fn expired_settled_operations_go_with_their_events_once_folded(
     .await;
     assert_eq!(replays, Some(0));
     assert!(ledger.operation(done.id).await.unwrap().is_none());
-    let after = metrics.metrics(None, &day).await.unwrap();
+    let after = metrics
+        .metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
     assert_eq!(before.totals, after.totals, "folded counts stay");
     let billing = Namespace::try_from("billing").unwrap();
-    let billing_after = metrics.metrics(Some(&billing), &day).await.unwrap();
+    let billing_after = metrics
+        .metrics(Some(&billing), &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
     assert_eq!(billing_after.totals.duplicates_prevented, 3);
 }
 

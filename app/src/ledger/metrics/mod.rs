@@ -12,11 +12,14 @@ mod window;
 
 pub use latency::{percentile, Latency};
 pub use report::{
-    assemble, Bucket, Counters, Gauges, KindCount, MetricsReport, ReconciledSample, COUNTED_KINDS,
+    assemble, Bucket, Counters, Gauges, KindCount, MetricsReport, ReconciledSample, UnknownSpan,
+    COUNTED_KINDS,
 };
-pub use window::{minute_start, unix_minute, MetricsWindow, SeriesPlan, WindowError, STUCK_AFTER};
+pub use window::{
+    minute_start, unix_minute, MetricsWindow, SeriesPlan, WindowError, DEFAULT_STUCK_AFTER,
+};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -43,11 +46,13 @@ pub fn next_rollup(watermark: i64, now: DateTime<Utc>) -> Option<Range<i64>> {
 #[async_trait::async_trait]
 pub trait MetricsStore: Send + Sync {
     /// The metrics of `namespace` (of every namespace: `None`) over the window ending with
-    /// the store's current minute.
+    /// the store's current minute; operations `unknown` for longer than `stuck_after` are
+    /// stuck.
     async fn metrics(
         &self,
         namespace: Option<&Namespace>,
         window: &MetricsWindow,
+        stuck_after: TimeDelta,
     ) -> Result<MetricsReport, StoreError>;
 
     /// One roll-up round (see [`next_rollup`]); returns how many minutes it folded. Several
@@ -77,12 +82,27 @@ fn parse_window(window: Option<&str>) -> Result<MetricsWindow, WindowError> {
 #[derive(Clone)]
 pub struct Metrics {
     store: Arc<dyn MetricsStore>,
+    stuck_after: TimeDelta,
 }
 
 impl Metrics {
     /// The service over a store.
     pub fn new(store: Arc<dyn MetricsStore>) -> Self {
-        Self { store }
+        Self {
+            store,
+            stuck_after: DEFAULT_STUCK_AFTER,
+        }
+    }
+
+    /// The same service, with operations `unknown` for longer than `stuck_after` stuck.
+    pub fn with_stuck_after(mut self, stuck_after: TimeDelta) -> Self {
+        self.stuck_after = stuck_after;
+        self
+    }
+
+    /// How long an operation may be `unknown` before it counts as stuck.
+    pub fn stuck_after(&self) -> TimeDelta {
+        self.stuck_after
     }
 
     /// The metrics over `window` (default 24h) of one namespace, or of all (`None`).
@@ -93,13 +113,16 @@ impl Metrics {
         window: Option<&str>,
     ) -> Result<MetricsReport, MetricsError> {
         let window = parse_window(window)?;
-        Ok(self.store.metrics(namespace, &window).await?)
+        Ok(self
+            .store
+            .metrics(namespace, &window, self.stuck_after)
+            .await?)
     }
 
     /// The answer for a scope with no activity at all (every count 0, every bucket present).
     pub fn empty(&self, window: Option<&str>) -> Result<MetricsReport, MetricsError> {
-        let plan = SeriesPlan::new(parse_window(window)?, Utc::now());
-        Ok(assemble(&plan, &[], &[], Gauges::default()))
+        let plan = SeriesPlan::new(parse_window(window)?, Utc::now(), self.stuck_after);
+        Ok(assemble(&plan, &[], &[], &[], Gauges::default()))
     }
 
     /// Rolls up every settled minute; returns how many were folded.

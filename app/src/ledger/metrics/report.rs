@@ -1,6 +1,6 @@
 //! The answer of `GET /v1/metrics`, assembled from what the store counted.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 
 use super::latency::Latency;
@@ -35,6 +35,21 @@ pub struct ReconciledSample {
     pub unknown_for_ms: Option<u64>,
 }
 
+/// A time an operation was `unknown`: from when it became so until it was settled (`None`:
+/// it still is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownSpan {
+    pub since: DateTime<Utc>,
+    pub until: Option<DateTime<Utc>>,
+}
+
+impl UnknownSpan {
+    /// Whether the operation was stuck at `at`: unknown then, and for longer than `stuck_after`.
+    fn stuck_at(&self, at: DateTime<Utc>, stuck_after: TimeDelta) -> bool {
+        at - self.since > stuck_after && self.until.is_none_or(|until| until > at)
+    }
+}
+
 /// What waits now, whatever the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Gauges {
@@ -66,6 +81,9 @@ pub struct Bucket {
     pub bucket_start: DateTime<Utc>,
     #[serde(flatten)]
     pub counters: Counters,
+    /// Operations stuck at the bucket's last moment (its end, or now for the newest):
+    /// `unknown` then, for longer than `stuck_after_seconds` (extension).
+    pub stuck_unknown: u64,
 }
 
 /// `GET /v1/metrics`.
@@ -83,8 +101,10 @@ pub struct MetricsReport {
     pub totals: Counters,
     /// Live operations `unknown` now.
     pub unknown_now: u64,
-    /// Of those, the ones not updated for more than 15 minutes.
+    /// Of those, the ones `unknown` for longer than `stuck_after_seconds`.
     pub stuck_unknown: u64,
+    /// The stuck threshold, `IDEM_STUCK_AFTER` (extension).
+    pub stuck_after_seconds: u64,
     /// Live operations `awaiting_approval` now.
     pub awaiting_approval: u64,
     /// Every bucket of the window, oldest first, zeros included.
@@ -125,6 +145,7 @@ pub fn assemble(
     plan: &SeriesPlan,
     counts: &[KindCount],
     samples: &[ReconciledSample],
+    spans: &[UnknownSpan],
     gauges: Gauges,
 ) -> MetricsReport {
     let buckets = plan.buckets();
@@ -154,9 +175,14 @@ pub fn assemble(
         .rev()
         .map(|(back, (mut counters, samples))| {
             counters.reconciliation_latency_ms = Latency::of(samples);
+            let end = plan.bucket_end(back);
             Bucket {
                 bucket_start: minute_start(plan.bucket_start_minute(back)),
                 counters,
+                stuck_unknown: spans
+                    .iter()
+                    .filter(|span| span.stuck_at(end, plan.stuck_after))
+                    .count() as u64,
             }
         })
         .collect();
@@ -168,6 +194,7 @@ pub fn assemble(
         totals,
         unknown_now: gauges.unknown_now,
         stuck_unknown: gauges.stuck_unknown,
+        stuck_after_seconds: u64::try_from(plan.stuck_after.num_seconds()).unwrap_or(0),
         awaiting_approval: gauges.awaiting_approval,
         series,
     }
@@ -176,7 +203,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::metrics::MetricsWindow;
+    use crate::ledger::metrics::{MetricsWindow, DEFAULT_STUCK_AFTER};
 
     fn count(back: i64, kind: EventKind, count: i64) -> KindCount {
         KindCount {
@@ -191,7 +218,11 @@ mod tests {
         let now = DateTime::parse_from_rfc3339("2026-12-01T14:35:20Z")
             .unwrap()
             .to_utc();
-        let plan = SeriesPlan::new(MetricsWindow::try_from("1h").unwrap(), now);
+        let plan = SeriesPlan::new(
+            MetricsWindow::try_from("1h").unwrap(),
+            now,
+            DEFAULT_STUCK_AFTER,
+        );
         let counts = [
             count(0, EventKind::Replayed, 3),
             count(0, EventKind::InFlightRejected, 2),
@@ -231,7 +262,7 @@ mod tests {
             stuck_unknown: 1,
             awaiting_approval: 2,
         };
-        let report = assemble(&plan, &counts, &samples, gauges);
+        let report = assemble(&plan, &counts, &samples, &[], gauges);
 
         assert_eq!(report.series.len(), 12);
         assert_eq!(
@@ -301,8 +332,8 @@ mod tests {
         let now = DateTime::parse_from_rfc3339("2026-12-01T14:35:20Z")
             .unwrap()
             .to_utc();
-        let plan = SeriesPlan::new(MetricsWindow::default(), now);
-        let report = assemble(&plan, &[], &[], Gauges::default());
+        let plan = SeriesPlan::new(MetricsWindow::default(), now, DEFAULT_STUCK_AFTER);
+        let report = assemble(&plan, &[], &[], &[], Gauges::default());
         assert_eq!(report.series.len(), 24);
         assert!(report
             .series
@@ -315,5 +346,60 @@ mod tests {
         );
         assert_eq!(json["series"][0]["duplicates_prevented"], 0);
         assert_eq!(json["duplicates_prevented"], 0);
+    }
+
+    #[test]
+    fn each_bucket_counts_the_operations_stuck_at_its_last_moment() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T14:35:20Z")
+            .unwrap()
+            .to_utc();
+        let plan = SeriesPlan::new(
+            MetricsWindow::try_from("1h").unwrap(),
+            now,
+            TimeDelta::minutes(15),
+        );
+        let at = |text: &str| DateTime::parse_from_rfc3339(text).unwrap().to_utc();
+        let spans = [
+            // Unknown since 13:40, settled at 14:10: stuck from 13:55 to 14:10.
+            UnknownSpan {
+                since: at("2026-12-01T13:40:00Z"),
+                until: Some(at("2026-12-01T14:10:00Z")),
+            },
+            // Unknown since 14:15, never settled: stuck from 14:30 on.
+            UnknownSpan {
+                since: at("2026-12-01T14:15:00Z"),
+                until: None,
+            },
+            // Unknown for ten minutes only: never stuck.
+            UnknownSpan {
+                since: at("2026-12-01T14:00:00Z"),
+                until: Some(at("2026-12-01T14:10:00Z")),
+            },
+        ];
+        let report = assemble(&plan, &[], &[], &spans, Gauges::default());
+        let stuck: Vec<(String, u64)> = report
+            .series
+            .iter()
+            .map(|b| (b.bucket_start.format("%H:%M").to_string(), b.stuck_unknown))
+            .collect();
+        let expected: Vec<(String, u64)> = [
+            ("13:36", 0), // ends 13:41: the first is unknown, not yet stuck
+            ("13:41", 0),
+            ("13:46", 0),
+            ("13:51", 1), // ends 13:56: stuck since 13:55
+            ("13:56", 1),
+            ("14:01", 1),
+            ("14:06", 0), // ends 14:11: settled at 14:10
+            ("14:11", 0),
+            ("14:16", 0),
+            ("14:21", 0),
+            ("14:26", 1), // ends 14:31: the second is stuck since 14:30
+            ("14:31", 1), // the newest ends now
+        ]
+        .into_iter()
+        .map(|(start, n)| (start.to_owned(), n))
+        .collect();
+        assert_eq!(stuck, expected);
+        assert_eq!(report.stuck_after_seconds, 900);
     }
 }

@@ -104,24 +104,42 @@ pub struct SeriesPlan {
     pub end_minute: i64,
     /// The width of a bucket, in minutes.
     pub bucket_minutes: i64,
-    /// Operations `unknown` since before this are stuck.
+    /// The time the plan was made at: the series' last moment.
+    pub now: DateTime<Utc>,
+    /// An operation `unknown` for longer than this is stuck.
+    pub stuck_after: TimeDelta,
+    /// Operations `unknown` since before this are stuck now.
     pub stuck_before: DateTime<Utc>,
 }
 
-/// An operation `unknown` for longer than this is "stuck".
-pub const STUCK_AFTER: TimeDelta = TimeDelta::minutes(15);
+/// An operation `unknown` for longer than this is "stuck", unless `IDEM_STUCK_AFTER` says
+/// otherwise.
+pub const DEFAULT_STUCK_AFTER: TimeDelta = TimeDelta::minutes(15);
 
 impl SeriesPlan {
-    /// The window ending with the minute of `now`.
-    pub fn new(window: MetricsWindow, now: DateTime<Utc>) -> Self {
+    /// The window ending with the minute of `now`; operations `unknown` for longer than
+    /// `stuck_after` are stuck.
+    pub fn new(window: MetricsWindow, now: DateTime<Utc>, stuck_after: TimeDelta) -> Self {
         let end_minute = unix_minute(now) + 1;
         Self {
             start_minute: end_minute - window.minutes(),
             end_minute,
             bucket_minutes: window.bucket_minutes(),
-            stuck_before: now - STUCK_AFTER,
+            now,
+            stuck_after,
+            stuck_before: now - stuck_after,
             window,
         }
+    }
+
+    /// The last moment of bucket `back` (0 = the newest, whose last moment is now): the end
+    /// of the bucket, or now if that is sooner.
+    pub fn bucket_end(&self, back: usize) -> DateTime<Utc> {
+        let end = match back.checked_sub(1) {
+            Some(newer) => minute_start(self.bucket_start_minute(newer)),
+            None => self.to(),
+        };
+        end.min(self.now)
     }
 
     /// How many buckets the series has.
@@ -206,7 +224,11 @@ mod tests {
             ("30d", 360, 120),
             ("7m", 5, 2),
         ] {
-            let plan = SeriesPlan::new(MetricsWindow::try_from(window).unwrap(), at);
+            let plan = SeriesPlan::new(
+                MetricsWindow::try_from(window).unwrap(),
+                at,
+                DEFAULT_STUCK_AFTER,
+            );
             assert_eq!(
                 (plan.bucket_minutes, plan.buckets()),
                 (width, buckets),
@@ -220,7 +242,11 @@ mod tests {
         let at = DateTime::parse_from_rfc3339("2026-12-01T14:35:20Z")
             .unwrap()
             .to_utc();
-        let plan = SeriesPlan::new(MetricsWindow::try_from("7m").unwrap(), at);
+        let plan = SeriesPlan::new(
+            MetricsWindow::try_from("7m").unwrap(),
+            at,
+            DEFAULT_STUCK_AFTER,
+        );
         assert_eq!(plan.to().to_rfc3339(), "2026-12-01T14:36:00+00:00");
         assert_eq!(plan.from().to_rfc3339(), "2026-12-01T14:29:00+00:00");
         assert_eq!(
