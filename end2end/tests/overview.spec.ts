@@ -38,11 +38,16 @@ test('the overview counts what the test did, draws it, and moves without a reloa
   await expect.poll(() => tile(page, 'Duplicates prevented')).toBeGreaterThanOrEqual(2);
 
   // Each chart is an SVG with one hover column per bucket, and a table with exact values.
-  for (const id of ['duplicates', 'latency', 'interventions']) {
+  for (const id of ['duplicates', 'stuck', 'latency', 'interventions']) {
     const chart = page.locator(`figure[data-chart="${id}"]`);
     await expect(chart.locator('svg')).toBeVisible();
     await expect(chart.locator('.chart-hover span')).toHaveCount(12); // 1 h in 5-minute buckets
   }
+  // Stuck unknowns over time, beside the number, which says the threshold (IDEM_STUCK_AFTER).
+  const stuckChart = page.locator('figure[data-chart="stuck"]');
+  await expect(stuckChart.locator('figcaption')).toHaveText('Stuck unknowns');
+  await expect(stuckChart.locator('.chart-hover span').last()).toHaveAttribute('title', /stuck unknowns: \d+/);
+  await expect(page.locator('a.tile', { hasText: 'Stuck unknowns' })).toContainText('unknown for more than 15 minutes');
   const duplicates = page.locator('figure[data-chart="duplicates"]');
   const latest = duplicates.locator('.chart-hover span').last();
   await expect(latest).toHaveAttribute('title', /duplicates prevented: [1-9]/);

@@ -247,6 +247,31 @@ test('an operator reconciles the selected unknowns in one go', async ({ page }) 
   expect(errors).toEqual([]);
 });
 
+test('unknowns show how long each has been unknown and its failed lookups, the longest first', async ({ page }) => {
+  const tool = unique('ages');
+  const first = unique('age-first');
+  const second = unique('age-second');
+  await unknownOperation(tool, first);
+  await unknownOperation(tool, second);
+
+  const errors = await openAs(page, 'operator', '/unknowns');
+  await expect(page.getByTestId('stuck-after')).toContainText('One unknown for more than 15 minutes is stuck.');
+  const header = page.locator('table.unknowns thead');
+  await expect(header).toContainText('Unknown for');
+  await expect(header).toContainText('Failed lookups');
+  for (const key of [first, second]) {
+    const row = page.getByRole('row').filter({ hasText: key });
+    await expect(row.getByTestId('unknown-for')).toHaveText(/^(under a minute|\d+ min)$/);
+    await expect(row.getByTestId('failed-lookups')).toHaveText('0');
+  }
+  // The longest unknown first: the first one's row comes before the second's.
+  const keys = await page.locator('table.unknowns tbody tr').allInnerTexts();
+  const at = (key: string) => keys.findIndex((text) => text.includes(key));
+  expect(at(first)).toBeGreaterThanOrEqual(0);
+  expect(at(first)).toBeLessThan(at(second));
+  expect(errors).toEqual([]);
+});
+
 test('a ticked unknown that leaves does not pass its tick to another with the same key', async ({ page }) => {
   // The same key in two namespaces: two operations, two rows that read alike.
   const tool = unique('refund');

@@ -16,6 +16,9 @@ mod retention_sql;
 mod rows;
 mod sqlite;
 pub mod survey;
+// Public only for the integration tests and the bench, which are crates of their own; not
+// part of what idem offers.
+#[doc(hidden)]
 pub mod testing;
 
 #[cfg(test)]
