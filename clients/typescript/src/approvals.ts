@@ -67,7 +67,7 @@ export interface AskedExecution {
 const MAX_ASKED_CALLS = 10_000;
 /** How often a waiting question reads the operation again. */
 const POLL_MS = 500;
-/** A lease this close to running out is not used: the tool might outlive it. */
+/** A lease this close to running out (or its last quarter) is not used: the tool might outlive it. */
 const LEASE_MARGIN_MS = 2_000;
 
 const NOT_NEEDED: ApprovalState = { decision: "not_needed" };
@@ -156,7 +156,8 @@ export class ApprovalDesk {
     // Approved before this process first asked (a run resumed elsewhere): the claim opened the
     // attempt, which the execution uses while its lease lives.
     call.opened = claim;
-    call.openedUntil = Date.now() + leaseMilliseconds(claim) - LEASE_MARGIN_MS;
+    const lease = leaseMilliseconds(claim);
+    call.openedUntil = Date.now() + lease - Math.min(LEASE_MARGIN_MS, lease / 4);
     return APPROVED;
   }
 
@@ -175,8 +176,13 @@ export class ApprovalDesk {
   }
 }
 
-/** How long a claim's lease lasts, from the server's own clock (0 when it cannot tell). */
+/**
+ * How long a claim's lease lasts: from the claim (the operation's `updated_at`) to its end, both
+ * by the server's clock; else what is left of it by this one's (0 when it cannot tell).
+ */
 function leaseMilliseconds(claim: Claim): number {
-  const length = Date.parse(claim.lease!.expires_at) - Date.parse(String(claim.operation.updated_at));
-  return Number.isFinite(length) ? length : 0;
+  const ends = Date.parse(claim.lease!.expires_at);
+  const length = ends - Date.parse(String(claim.operation.updated_at));
+  if (Number.isFinite(length)) return length;
+  return Number.isFinite(ends) ? Math.max(0, ends - Date.now()) : 0;
 }

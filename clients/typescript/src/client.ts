@@ -161,14 +161,21 @@ export class Idem {
    * operation (`GET`), so asking never starts the attempt; any other tool is `no_person`,
    * unclaimed. The key is fixed by the first question: `businessKey`, or the run's next step
    * (taken then). The guarded call given the same `callId` uses that key, and runs the call
-   * once a person approved it.
+   * once a person approved it. When idem cannot be reached, `fail_open` answers `no_person`
+   * (the guarded call then runs unrecorded, as it would anyway); `fail_closed` throws.
    */
   async approvalState(tool: string, args: Record<string, unknown>, question: ApprovalQuestion): Promise<ApprovalState> {
-    if (!(await this.waitsForPerson(tool))) return { decision: "no_person" };
-    return this.approvals.ask(tool, args, question, () => {
-      const run = this.runs.getStore();
-      return { businessKey: question.businessKey, runId: run?.runId, step: run?.takeStep() };
-    });
+    try {
+      if (!(await this.waitsForPerson(tool))) return { decision: "no_person" };
+      return await this.approvals.ask(tool, args, question, () => {
+        const run = this.runs.getStore();
+        return { businessKey: question.businessKey, runId: run?.runId, step: run?.takeStep() };
+      });
+    } catch (error) {
+      if (!(error instanceof IdemUnavailable) || this.onUnavailable !== "fail_open") throw error;
+      console.error(`idem is unavailable: cannot ask whether ${tool} needs approval (fail_open)`);
+      return { decision: "no_person" };
+    }
   }
 
   /** Whether calls of `tool` wait for a person, by its registered policy (asked once). */
