@@ -11,7 +11,8 @@
 //
 // No dependency on `ai`: a tool is anything with an `execute(input, options)`.
 
-import type { ApprovalState, Idem } from "./client.js";
+import type { ApprovalState } from "./approvals.js";
+import type { Idem } from "./client.js";
 import type { GuardResult } from "./models.js";
 import { toldToTheModel } from "./told.js";
 
@@ -115,11 +116,18 @@ export function idemToolApproval(idem: Idem, options: ApprovalOptions = {}) {
   };
 }
 
-/** A paused run's request for approval, as the AI SDK gives it in a result's `content`. */
+/**
+ * A paused run's request for approval: in a result's `content` it carries the `toolCall`; in
+ * the messages the run answered (`response.messages`, as an application stores them) the
+ * `toolCallId` of a `tool-call` part beside it.
+ */
 export interface ToolApprovalRequestPart {
   type: "tool-approval-request";
   approvalId: string;
-  toolCall: ToolCallOfModel;
+  toolCall?: ToolCallOfModel;
+  toolCallId?: string;
+  /** Decided by the approval rule itself (`approved` or `denied`), not asked of anyone. */
+  isAutomatic?: boolean;
 }
 
 /** The answer to one request, as the AI SDK takes it in a `tool` message to resume the run. */
@@ -130,32 +138,60 @@ export interface ToolApprovalResponsePart {
   reason?: string;
 }
 
+/** A result's content part, or a message of the conversation. */
+export type PartOrMessage = { type: string } | { role: string; content: unknown };
+
 /**
  * The responses that resume a paused run, from the decisions people made in idem: one per
- * request of `content` that is decided (approved, or rejected with the approver's reason);
- * a request still waiting for a person has none. `waitSeconds` holds each question up to
- * that long while its call waits (idem's `Prefer: wait`).
+ * request still open in `parts` (a result's `content`, or the conversation's messages, also
+ * in a later process) that idem decided: approved, or denied with idem's note (who rejected
+ * it, and why), which the model reads. A request still waiting for a person has none, nor
+ * has a request for a tool that waits for no one in idem (that one is yours to answer).
+ * `waitSeconds` holds each question up to that long while its call waits for a person.
  */
 export async function idemApprovalResponses(
   idem: Idem,
-  content: ReadonlyArray<{ type: string }>,
+  parts: ReadonlyArray<PartOrMessage>,
   options: ApprovalOptions & { waitSeconds?: number } = {},
 ): Promise<ToolApprovalResponsePart[]> {
   const responses: ToolApprovalResponsePart[] = [];
-  for (const part of content) {
-    if (part.type !== "tool-approval-request") continue;
-    const { approvalId, toolCall } = part as ToolApprovalRequestPart;
+  for (const { approvalId, toolCall } of openRequests(parts)) {
     const name = options.names?.[toolCall.toolName] ?? toolCall.toolName;
     const key = options.keys?.[toolCall.toolName];
     const state = await ask(idem, name, toolCall.input, toolCall.toolCallId, key, options.waitSeconds);
-    if (state.decision === "awaiting") continue;
-    responses.push(
-      state.decision === "rejected"
-        ? { type: "tool-approval-response", approvalId, approved: false, reason: state.reason }
-        : { type: "tool-approval-response", approvalId, approved: true },
-    );
+    if (state.decision === "rejected") {
+      responses.push({ type: "tool-approval-response", approvalId, approved: false, reason: state.reason });
+    } else if (state.decision === "approved" || state.decision === "not_needed") {
+      responses.push({ type: "tool-approval-response", approvalId, approved: true });
+    }
   }
   return responses;
+}
+
+/** The requests of `parts` that nobody answered yet, each with its tool call. */
+function openRequests(parts: ReadonlyArray<PartOrMessage>): { approvalId: string; toolCall: ToolCallOfModel }[] {
+  const flat = parts.flatMap((item) =>
+    "role" in item ? (Array.isArray(item.content) ? (item.content as { type: string }[]) : []) : [item],
+  );
+  const calls = new Map<string, ToolCallOfModel>();
+  const answered = new Set<string>();
+  for (const part of flat) {
+    if (part.type === "tool-call") {
+      const { toolCallId, toolName, input } = part as Partial<ToolCallOfModel>;
+      if (toolCallId !== undefined && toolName !== undefined) calls.set(toolCallId, { toolCallId, toolName, input });
+    } else if (part.type === "tool-approval-response") {
+      answered.add((part as Partial<ToolApprovalResponsePart>).approvalId ?? "");
+    }
+  }
+  const open: { approvalId: string; toolCall: ToolCallOfModel }[] = [];
+  for (const part of flat) {
+    if (part.type !== "tool-approval-request") continue;
+    const request = part as ToolApprovalRequestPart;
+    const toolCall = request.toolCall ?? calls.get(request.toolCallId ?? "");
+    if (request.isAutomatic || answered.has(request.approvalId) || !toolCall) continue;
+    open.push({ approvalId: request.approvalId, toolCall });
+  }
+  return open;
 }
 
 /** Asks idem where the tool call stands (see `Idem.approvalState`). */
@@ -174,6 +210,7 @@ function ask(
 /** idem's answer as the AI SDK's approval status. */
 function statusOf(state: ApprovalState): IdemApprovalStatus {
   switch (state.decision) {
+    case "no_person":
     case "not_needed":
       return "not-applicable";
     case "approved":

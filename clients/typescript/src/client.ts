@@ -20,6 +20,7 @@ import {
   Unauthorized,
   type ErrorFields,
 } from "./errors.js";
+import { ApprovalDesk, type ApprovalQuestion, type ApprovalState } from "./approvals.js";
 import type { Claim, GuardResult, Operation } from "./models.js";
 
 /** The longest `Prefer: wait` the contract allows, in seconds. */
@@ -59,40 +60,10 @@ export interface GuardOptions<A extends unknown[]> {
   onUnavailable?: OnUnavailable;
   /**
    * The toolkit's id of this tool call, when its approval was asked of idem first
-   * (`approvalState`): the call then uses the key that question used, and the attempt a
-   * person's approval opened.
+   * (`approvalState`): the call then uses the key that question fixed.
    */
   callId?: string;
 }
-
-/** Where a tool call that may need a person stands in idem (see `Idem.approvalState`). */
-export type ApprovalState =
-  /** The tool waits for no one, or the call was settled before: run it (a repeat replays). */
-  | { decision: "not_needed" }
-  /** A person approved it in idem: the guarded call runs it, once. */
-  | { decision: "approved" }
-  /** It waits for a person in idem's dashboard; nothing was done. */
-  | { decision: "awaiting"; operationId: string; dashboardUrl: string }
-  /** A person rejected it (or the request expired); never run. */
-  | { decision: "rejected"; reason: string };
-
-export interface ApprovalQuestion {
-  /** The toolkit's id of the tool call; the guarded execution must be given the same. */
-  callId: string;
-  /** A business identity of the call, as the guard's `key` would give. */
-  businessKey?: string;
-  /** Hold the question up to this many seconds while the call waits for a person. */
-  waitSeconds?: number;
-}
-
-/** A tool call whose approval was asked of idem: its key, and the attempt it opened, if any. */
-interface AskedCall {
-  options: ClaimOptions;
-  opened?: Claim;
-}
-
-/** Asked calls kept at most; the oldest are forgotten first (their execution then claims anew). */
-const MAX_ASKED_CALLS = 10_000;
 
 const ERRORS_BY_CODE: Record<string, new (message: string, fields: ErrorFields) => IdemError> = {
   operation_outcome_unknown: OutcomeUnknown,
@@ -134,7 +105,7 @@ export class Idem {
   private readonly inProgressWaitSeconds: number;
   private readonly runs = new AsyncLocalStorage<RunState>();
   private readonly approvalPolicies = new Map<string, Promise<boolean>>();
-  private readonly askedCalls = new Map<string, AskedCall>();
+  private readonly approvals = new ApprovalDesk(this);
 
   constructor(options: IdemOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -184,34 +155,27 @@ export class Idem {
   }
 
   /**
-   * Asks idem, without acting, whether the tool call `callId` may run: for a tool that waits
-   * for a person (`irreversible`, or `approval: "always"`), it is claimed, which records the
-   * request for the dashboard and answers where it stands; any other tool is `not_needed`
-   * unclaimed. The key is the guarded call's: the next step of the run (taken now, once per
-   * call id) or `businessKey`. Once approved, the claim opens the attempt, which the guarded
-   * call given the same `callId` then runs.
+   * Asks idem, without acting, whether the tool call `question.callId` may run: for a tool
+   * that waits for a person (`irreversible`, or `approval: "always"`), the first question
+   * claims the call, which records the request for the dashboard, and later ones read the
+   * operation (`GET`), so asking never starts the attempt; any other tool is `no_person`,
+   * unclaimed. The key is fixed by the first question: `businessKey`, or the run's next step
+   * (taken then). The guarded call given the same `callId` uses that key, and runs the call
+   * once a person approved it. When idem cannot be reached, `fail_open` answers `no_person`
+   * (the guarded call then runs unrecorded, as it would anyway); `fail_closed` throws.
    */
   async approvalState(tool: string, args: Record<string, unknown>, question: ApprovalQuestion): Promise<ApprovalState> {
-    if (!(await this.waitsForPerson(tool))) return { decision: "not_needed" };
-    const call = this.askedCall(question);
-    if (call.opened) return { decision: "approved" };
-    let claim: Claim;
     try {
-      claim = await this.claim(tool, args, { ...call.options, waitSeconds: question.waitSeconds });
+      if (!(await this.waitsForPerson(tool))) return { decision: "no_person" };
+      return await this.approvals.ask(tool, args, question, () => {
+        const run = this.runs.getStore();
+        return { businessKey: question.businessKey, runId: run?.runId, step: run?.takeStep() };
+      });
     } catch (error) {
-      if (error instanceof AwaitingApproval) {
-        return { decision: "awaiting", operationId: error.operationId, dashboardUrl: error.dashboardUrl };
-      }
-      // In flight, unknown, or a key reused: the guarded call tells the model.
-      if (error instanceof InProgress || error instanceof OutcomeUnknown || error instanceof KeyReused) {
-        return { decision: "not_needed" };
-      }
-      throw error;
+      if (!(error instanceof IdemUnavailable) || this.onUnavailable !== "fail_open") throw error;
+      console.error(`idem is unavailable: cannot ask whether ${tool} needs approval (fail_open)`);
+      return { decision: "no_person" };
     }
-    if (claim.operation.status === "rejected") return { decision: "rejected", reason: claim.note ?? "rejected" };
-    if (!claim.lease) return { decision: "not_needed" };
-    call.opened = claim;
-    return { decision: "approved" };
   }
 
   /** Whether calls of `tool` wait for a person, by its registered policy (asked once). */
@@ -226,19 +190,6 @@ export class Idem {
       this.approvalPolicies.set(tool, answer);
     }
     return answer;
-  }
-
-  /** The call `question.callId` as first asked: its key is fixed then. */
-  private askedCall(question: ApprovalQuestion): AskedCall {
-    const known = this.askedCalls.get(question.callId);
-    if (known) return known;
-    const run = this.runs.getStore();
-    const call = { options: { businessKey: question.businessKey, runId: run?.runId, step: run?.takeStep() } };
-    if (this.askedCalls.size >= MAX_ASKED_CALLS) {
-      this.askedCalls.delete(this.askedCalls.keys().next().value!);
-    }
-    this.askedCalls.set(question.callId, call);
-    return call;
   }
 
   /** Runs `body` as the run `runId`: each guarded call inside gets the next step number. */
@@ -270,10 +221,9 @@ export class Idem {
     options: GuardOptions<A>,
   ): Promise<GuardResult<R>> {
     const named = namedArgs(args);
-    const asked = options.callId === undefined ? undefined : this.askedCalls.get(options.callId);
-    if (asked) this.askedCalls.delete(options.callId!);
+    const asked = options.callId === undefined ? undefined : this.approvals.take(options.callId);
     const run = this.runs.getStore();
-    const claimOptions: ClaimOptions = asked?.options ?? {
+    const claimOptions: ClaimOptions = asked?.key ?? {
       businessKey: options.key?.(...args),
       runId: run?.runId,
       step: run?.takeStep(),

@@ -12,7 +12,8 @@
 // No dependency on `@openai/agents`: a tool is anything with a `name` and an
 // `invoke(runContext, input)` taking the model's arguments as JSON text.
 
-import type { ApprovalState, Idem } from "./client.js";
+import type { ApprovalState } from "./approvals.js";
+import type { Idem } from "./client.js";
 import type { GuardResult } from "./models.js";
 import { toldToTheModel } from "./told.js";
 
@@ -67,31 +68,46 @@ export function withIdem<T extends InvokableTool>(idem: Idem, tools: T[], option
   });
 }
 
-/** The part of an interrupted run's result this adapter reads and decides on. */
-export interface InterruptedRun {
-  interruptions: ReadonlyArray<{ name?: string; arguments?: string; rawItem: { callId?: string } }>;
-  state: {
-    approve(item: never): void;
-    reject(item: never, options?: { message?: string }): void;
-  };
+/** A tool call an interrupted run waits on, as the SDK gives it (`RunToolApprovalItem`). */
+export interface ApprovalItem {
+  name?: string;
+  arguments?: string;
+  rawItem: object;
+}
+
+/** What records the decisions on a run's interruptions: the SDK's `RunState`. */
+export interface Decisions {
+  approve(item: never): void;
+  reject(item: never, options?: { message?: string }): void;
 }
 
 /**
- * Approves or rejects the run's interruptions as people decided in idem: approved (or no
- * longer waiting for anyone), or rejected with the approver's reason as the model's message.
- * An interruption still waiting for a person is left as it is. Answers how many are left;
- * resume the run with `result.state` (`runner.run(agent, result.state)`) once it is 0.
- * `waitSeconds` holds each question up to that long while its call waits (`Prefer: wait`).
+ * A run interrupted for approval: its result (`result.interruptions`, `result.state`), or its
+ * `RunState` alone, as `RunState.fromString(agent, saved)` gives it back in another process.
+ */
+export type InterruptedRun =
+  | { interruptions: ReadonlyArray<ApprovalItem>; state: Decisions }
+  | (Decisions & { getInterruptions(): ReadonlyArray<ApprovalItem> });
+
+/**
+ * Approves or rejects the run's interruptions as people decided in idem: approved (or past
+ * approval in idem: the guarded call replays it), or rejected with idem's note (who rejected
+ * it, and why) as the model's message. An interruption still waiting for a person is left as
+ * it is, and so is one of a tool that waits for no one in idem (that one is yours to decide).
+ * Answers how many are left; resume the run from its state (`runner.run(agent, result.state)`)
+ * once it is 0. `waitSeconds` holds each question up to that long while its call waits.
  */
 export async function decideFromIdem(
   idem: Idem,
-  result: InterruptedRun,
+  run: InterruptedRun,
   options: Omit<WithIdemOptions, "needsApproval"> & { waitSeconds?: number } = {},
 ): Promise<number> {
+  const [interruptions, decisions] =
+    "state" in run ? [run.interruptions, run.state] : [run.getInterruptions(), run];
   let waiting = 0;
-  for (const item of result.interruptions) {
+  for (const item of interruptions) {
     const name = item.name ?? "";
-    const callId = item.rawItem.callId;
+    const callId = (item.rawItem as { callId?: string }).callId;
     if (callId === undefined) {
       waiting++;
       continue;
@@ -99,9 +115,9 @@ export async function decideFromIdem(
     const args = (item.arguments ? JSON.parse(item.arguments) : {}) as Record<string, unknown>;
     const registered = options.names?.[name] ?? name;
     const state = await ask(idem, registered, args, callId, options.keys?.[name], options.waitSeconds);
-    if (state.decision === "awaiting") waiting++;
-    else if (state.decision === "rejected") result.state.reject(item as never, { message: `Not done, do not retry: ${state.reason}` });
-    else result.state.approve(item as never);
+    if (state.decision === "awaiting" || state.decision === "no_person") waiting++;
+    else if (state.decision === "rejected") decisions.reject(item as never, { message: `Not done, do not retry: ${state.reason}` });
+    else decisions.approve(item as never);
   }
   return waiting;
 }

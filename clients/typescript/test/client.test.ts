@@ -148,7 +148,10 @@ describe("the guard", () => {
     };
     const closed = new Idem({ baseUrl: "http://127.0.0.1:9", apiKey: "k", timeoutMs: 1000 });
     await expect(closed.guard("t", act)({ name: "closed" })).rejects.toBeInstanceOf(IdemUnavailable);
+    const question = { callId: "c-1" };
+    await expect(closed.approvalState("t", { name: "closed" }, question)).rejects.toBeInstanceOf(IdemUnavailable);
     const open = new Idem({ baseUrl: "http://127.0.0.1:9", apiKey: "k", timeoutMs: 1000, onUnavailable: "fail_open" });
+    expect(await open.approvalState("t", { name: "open" }, question), "no one to ask").toEqual({ decision: "no_person" });
     expect(await open.guard("t", act)({ name: "open" })).toBe("open");
     expect(calls).toEqual(["open"]);
   });

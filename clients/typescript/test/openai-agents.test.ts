@@ -1,12 +1,14 @@
 // The OpenAI Agents SDK's real Runner with a scripted Model (it calls the tool once, then
-// answers with what the tool said), tools wrapped by withIdem, a real idem.
+// answers with what the tool said), tools wrapped by withIdem, a real idem. The SDK's own
+// approval flow answered by idem is in openai-agents-approvals.test.ts.
 
-import { Agent, Runner, setTracingDisabled, tool, Usage, type Model, type ModelRequest } from "@openai/agents";
+import { Agent, Runner, setTracingDisabled, tool } from "@openai/agents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 
 import { Idem } from "../src/index.js";
-import { decideFromIdem, withIdem } from "../src/openai-agents.js";
+import { withIdem } from "../src/openai-agents.js";
+import { scriptedAgentModel as scriptedModel } from "./scripted.js";
 import { TestServer, uniqueTool } from "./server.js";
 
 setTracingDisabled(true);
@@ -19,29 +21,7 @@ afterAll(async () => {
   await server.stop();
 });
 
-/** Calls `name` with `args`, then answers with the tool's output, which it notes in `seen`. */
-function scriptedModel(name: string, args: unknown, seen: string[]): Model {
-  return {
-    async getResponse(request: ModelRequest) {
-      const input = Array.isArray(request.input) ? request.input : [];
-      const result = input.filter((item) => item.type === "function_call_result").pop() as
-        | { output: { text?: string } | string }
-        | undefined;
-      if (result) {
-        const text = typeof result.output === "string" ? result.output : (result.output.text ?? "");
-        seen.push(text);
-        return { usage: new Usage(), output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text }] }] };
-      }
-      const call = { type: "function_call", callId: `c-${seen.length}`, name, arguments: JSON.stringify(args), status: "completed" };
-      return { usage: new Usage(), output: [call] } as never;
-    },
-    async *getStreamedResponse() {
-      throw new Error("not used");
-    },
-  };
-}
-
-/** A refund tool named `name` that notes each order it refunds in `calls`. */
+/** A refund tool named `name`, acting at the sandbox provider, that notes each order it refunds in `calls`. */
 function refundTool(name: string, calls: string[]) {
   return tool({
     name,
@@ -49,6 +29,7 @@ function refundTool(name: string, calls: string[]) {
     parameters: z.object({ orderId: z.string(), cents: z.number() }),
     execute: async (input) => {
       calls.push(input.orderId);
+      await server.act(name, input);
       return { refundId: `re_${input.orderId}`, cents: input.cents };
     },
   });
@@ -71,6 +52,7 @@ describe("withIdem on the OpenAI Agents SDK", () => {
       await idem.run("oa-run-1", () => refundTurn(idem, name, { orderId: "9", cents: 500 }, seen, calls));
     }
     expect(calls).toEqual(["9"]);
+    expect(await server.effects(name)).toBe(1);
     expect(seen[1]).toMatch(/no new action taken\. Stored result: .*re_9/);
   });
 
@@ -78,60 +60,23 @@ describe("withIdem on the OpenAI Agents SDK", () => {
     const idem = new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey() });
     const name = uniqueTool();
     await server.asAdmin("PUT", `/v1/tools/${name}`, { effect: "irreversible" });
+    const approver = await server.newPerson("approver");
     const seen: string[] = [];
     const calls: string[] = [];
     const turn = (orderId: string) => idem.run(`oa-${orderId}`, () => refundTurn(idem, name, { orderId, cents: 5 }, seen, calls));
     await turn("b-1");
     expect(seen[0]).toMatch(/needs a person's approval in idem/);
     const id = seen[0]!.match(/operations\/([0-9a-f-]{36})/)![1]!;
-    await server.asAdmin("POST", `/v1/operations/${id}/approve`, { reason: "fine" });
+    await approver.approve(id, "fine");
     await turn("b-1");
     expect(calls).toEqual(["b-1"]);
+    expect(await server.effects(name)).toBe(1);
     await turn("b-2");
     const second = seen[seen.length - 1]!.match(/operations\/([0-9a-f-]{36})/)![1]!;
-    await server.asAdmin("POST", `/v1/operations/${second}/reject`, { reason: "duplicate request" });
+    await approver.reject(second, "duplicate request");
     await turn("b-2");
-    expect(seen[seen.length - 1]).toMatch(/duplicate request/);
+    expect(seen[seen.length - 1]).toMatch(new RegExp(`rejected by ${approver.username} .*duplicate request`));
     expect(calls).toEqual(["b-1"]);
-  });
-
-  it("interrupts the run in the SDK's own approval flow until a person decides in idem", async () => {
-    const idem = new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey() });
-    const name = uniqueTool();
-    await server.asAdmin("PUT", `/v1/tools/${name}`, { effect: "irreversible" });
-    const keys = { [name]: (input: Record<string, unknown>) => `refund:${input.orderId}` };
-    const calls: string[] = [];
-    const tools = withIdem(idem, [refundTool(name, calls)], { keys, needsApproval: true });
-    const runner = new Runner();
-    const waitingId = async () => {
-      const listed = (await server.asAdmin("GET", `/v1/operations?status=awaiting_approval&tool=${name}`)) as {
-        operations: { id: string }[];
-      };
-      expect(listed.operations).toHaveLength(1);
-      return listed.operations[0]!.id;
-    };
-
-    const seen: string[] = [];
-    const agent = new Agent({ name: "support", model: scriptedModel(name, { orderId: "i-1", cents: 5 }, seen), tools });
-    const first = await idem.run("oa-approval-1", () => runner.run(agent, "refund it"));
-    expect(first.interruptions).toHaveLength(1);
-    expect(calls).toEqual([]);
-    expect(await decideFromIdem(idem, first, { keys }), "nobody decided yet").toBe(1);
-    await server.asAdmin("POST", `/v1/operations/${await waitingId()}/approve`, { reason: "checked" });
-    expect(await decideFromIdem(idem, first, { keys })).toBe(0);
-    const resumed = await idem.run("oa-approval-1", () => runner.run(agent, first.state));
-    expect(resumed.interruptions ?? []).toHaveLength(0);
-    expect(calls).toEqual(["i-1"]);
-    expect(seen[0]).toMatch(/re_i-1/);
-
-    const denied: string[] = [];
-    const other = new Agent({ name: "support", model: scriptedModel(name, { orderId: "i-2", cents: 5 }, denied), tools });
-    const second = await idem.run("oa-approval-2", () => runner.run(other, "refund it"));
-    expect(second.interruptions).toHaveLength(1);
-    await server.asAdmin("POST", `/v1/operations/${await waitingId()}/reject`, { reason: "customer already refunded" });
-    expect(await decideFromIdem(idem, second, { keys })).toBe(0);
-    await idem.run("oa-approval-2", () => runner.run(other, second.state));
-    expect(denied[0]).toMatch(/customer already refunded/);
-    expect(calls).toEqual(["i-1"]);
+    expect(await server.effects(name)).toBe(1);
   });
 });
