@@ -17,6 +17,7 @@ mod rows;
 mod sqlite;
 pub mod survey;
 pub mod testing;
+mod unknown_spans_sql;
 
 #[cfg(test)]
 pub(crate) mod conformance;
