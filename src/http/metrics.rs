@@ -129,20 +129,23 @@ async fn ledger_gauges(state: &AppState) -> String {
             return String::new();
         }
     };
+    let stuck_after = app::views::StuckAfter::of(state.metrics.stuck_after()).words();
     let gauges = [
         (
             "idem_unknown_operations",
-            "Operations unknown now, in the whole ledger",
+            "Operations unknown now, in the whole ledger".to_owned(),
             report.unknown_now,
         ),
         (
             "idem_stuck_unknown_operations",
-            "Operations unknown for longer than 15 minutes, in the whole ledger",
+            format!(
+                "Operations unknown for longer than {stuck_after} (IDEM_STUCK_AFTER), in the whole ledger"
+            ),
             report.stuck_unknown,
         ),
         (
             "idem_awaiting_approval_operations",
-            "Operations waiting for a person's approval, in the whole ledger",
+            "Operations waiting for a person's approval, in the whole ledger".to_owned(),
             report.awaiting_approval,
         ),
     ];

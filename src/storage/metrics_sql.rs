@@ -9,7 +9,7 @@
 use app::domain::Namespace;
 use app::ledger::metrics::{
     assemble, minute_start, next_rollup, Gauges, KindCount, MetricsReport, MetricsStore,
-    MetricsWindow, ReconciledSample, SeriesPlan, UnknownSpan, COUNTED_KINDS,
+    MetricsWindow, ReconciledSample, SeriesPlan, COUNTED_KINDS,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -20,6 +20,7 @@ use std::sync::LazyLock;
 use super::backend::{SqlBackend, SqlStore};
 use super::dialect::{Bind, Dialect, Fetch, Run};
 use super::store_error;
+use super::unknown_spans_sql;
 
 /// `'replayed', 'in_flight_rejected', …`: the kinds the counters are made of.
 pub static COUNTED_KIND_LIST: LazyLock<String> = LazyLock::new(|| {
@@ -71,41 +72,6 @@ pub const GAUGES: &str = r#"select status, count(*) as count,
     from operations
     where retired_at is null and status in ('unknown', 'awaiting_approval') and ($2 is null or namespace = $2)
     group by status"#;
-
-/// The times operations were `unknown` that reach past `$2` (the window's start less the
-/// stuck threshold) and began before `$1` (the window's end), of namespace `$3` or of all:
-/// each from the event that made its operation `unknown` (a report of `unknown`, or a lease
-/// that ran out on a tool whose calls are never repeated) to the first reconciliation or
-/// person's resolution after it, if any.
-const UNKNOWN_SPANS: &str = r#"select since, until from (
-        select e.at as since,
-            (select min(x.at) from operation_events x
-             where x.operation_id = e.operation_id and x.kind in ('reconciled', 'resolved')
-               and x.at >= e.at) as until
-        from operation_events e join operations o on o.id = e.operation_id
-        where e.at < $1 and ($3 is null or o.namespace = $3)
-          and (e.kind = 'marked_unknown'
-               or (e.kind = 'lease_expired' and o.effect in ('non_idempotent_write', 'irreversible')))
-    ) as spans
-    where until is null or until > $2"#;
-
-/// The times operations were `unknown` that matter to the plan's stuck series.
-async fn unknown_spans<DB: Dialect>(
-    conn: &mut DB::Connection,
-    plan: &SeriesPlan,
-    namespace: &Option<String>,
-) -> Result<Vec<UnknownSpan>, StoreError> {
-    let rows: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)> = DB::query_as(UNKNOWN_SPANS)
-        .param(plan.now)
-        .param(plan.from() - plan.stuck_after)
-        .param(namespace)
-        .rows(conn)
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(since, until)| UnknownSpan { since, until })
-        .collect())
-}
 
 async fn watermark<DB: Dialect>(
     conn: &mut DB::Connection,
@@ -192,7 +158,7 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
             })
             .collect();
         let gauges = gauges::<B::Db>(&mut conn, &plan, &namespace).await?;
-        let spans = unknown_spans::<B::Db>(&mut conn, &plan, &namespace).await?;
+        let spans = unknown_spans_sql::read::<B::Db>(&mut conn, &plan, &namespace).await?;
         Ok(assemble(&plan, &counts, &samples, &spans, gauges))
     }
 

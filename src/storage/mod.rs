@@ -20,6 +20,7 @@ pub mod survey;
 // part of what idem offers.
 #[doc(hidden)]
 pub mod testing;
+mod unknown_spans_sql;
 
 #[cfg(test)]
 pub(crate) mod conformance;

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::backend::{SqlBackend, SqlStore};
 use super::dialect::{Bind, Dialect, Fetch, Run};
 use super::store_error;
+use super::unknown_spans_sql;
 
 /// What one round deleted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +92,7 @@ impl<B: SqlBackend> SqlStore<B> {
             .param(round.batch)
             .rows(&mut tx)
             .await?;
+        unknown_spans_sql::fold_before_purge::<B::Db>(&mut tx, &ids, round.now).await?;
         let mut purged = Purged::default();
         if !ids.is_empty() {
             let sql = delete_events(ids.len());

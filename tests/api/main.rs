@@ -36,6 +36,7 @@ mod sandbox_faults;
 mod security;
 mod sessions;
 mod sign_in_throttle;
+mod stuck;
 mod supervision;
 mod ui;
 mod ui_admin;

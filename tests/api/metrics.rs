@@ -18,7 +18,6 @@ on_both_databases!(
     a_bad_window_is_400_invalid_window,
     prometheus_counters_move_by_exactly_what_was_done,
     a_reconciliation_is_counted_with_its_latency,
-    stuck_unknowns_are_charted_from_the_ledger_with_the_configured_threshold,
 );
 
 impl Client {
@@ -26,7 +25,7 @@ impl Client {
         self.get(&format!("/v1/metrics{query}")).await
     }
 
-    async fn metrics_body(&self, query: &str) -> Value {
+    pub(crate) async fn metrics_body(&self, query: &str) -> Value {
         let response = self.metrics(query).await;
         assert_eq!(response.status(), 200, "GET /v1/metrics{query}");
         response.json().await.unwrap()
@@ -50,7 +49,7 @@ impl Client {
     }
 }
 
-fn refund(order: &str, amount: u64) -> Value {
+pub(crate) fn refund(order: &str, amount: u64) -> Value {
     json!({ "tool": "refund", "key": format!("refund:{order}"), "args": { "order_id": order, "amount_cents": amount } })
 }
 
@@ -187,10 +186,15 @@ async fn append_reconciliations(app: &TestApp, mix: &Mix) {
 
 /// Time travel for "stuck": the operation became `unknown` `minutes` ago (its `updated_at`,
 /// `unknown_since` and the event that made it so move; nothing else does).
-async fn last_updated_minutes_ago(app: &TestApp, db: Db, id: &str, minutes: i64) -> DateTime<Utc> {
+pub(crate) async fn last_updated_minutes_ago(
+    database_url: &str,
+    db: Db,
+    id: &str,
+    minutes: i64,
+) -> DateTime<Utc> {
     let at: DateTime<Utc> = Utc::now() - TimeDelta::minutes(minutes);
     let changed = execute_on(
-        app,
+        database_url,
         db,
         "update operations set updated_at = $1, unknown_since = $1 where id = $2",
         at,
@@ -199,7 +203,7 @@ async fn last_updated_minutes_ago(app: &TestApp, db: Db, id: &str, minutes: i64)
     .await;
     assert_eq!(changed, 1);
     execute_on(
-        app,
+        database_url,
         db,
         "update operation_events set at = $1 where operation_id = $2 and kind = 'marked_unknown'",
         at,
@@ -209,27 +213,25 @@ async fn last_updated_minutes_ago(app: &TestApp, db: Db, id: &str, minutes: i64)
     at
 }
 
-/// Time travel for a settlement: the operation's `resolved` event happened `minutes` ago.
-async fn resolved_minutes_ago(app: &TestApp, db: Db, id: &str, minutes: i64) -> DateTime<Utc> {
-    let at: DateTime<Utc> = Utc::now() - TimeDelta::minutes(minutes);
-    let sql = "update operation_events set at = $1 where operation_id = $2 and kind = 'resolved'";
-    assert_eq!(execute_on(app, db, sql, at, id).await, 1);
-    at
-}
-
-/// Runs `sql` with `$1` the time and `$2` the operation's id on the app's database, beside
-/// the server; answers how many rows it changed.
-async fn execute_on(app: &TestApp, db: Db, sql: &str, at: DateTime<Utc>, id: &str) -> u64 {
+/// Runs `sql` with `$1` the time and `$2` the operation's id on the database, beside the
+/// server; answers how many rows it changed.
+pub(crate) async fn execute_on(
+    database_url: &str,
+    db: Db,
+    sql: &str,
+    at: DateTime<Utc>,
+    id: &str,
+) -> u64 {
     let id = Uuid::parse_str(id).unwrap();
     match db {
         Db::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(app.database.url()).await.unwrap();
+            let pool = sqlx::SqlitePool::connect(database_url).await.unwrap();
             let done = sqlx::query(sql).bind(at).bind(id).execute(&pool).await;
             pool.close().await;
             done.unwrap().rows_affected()
         }
         Db::Postgres => {
-            let pool = sqlx::PgPool::connect(app.database.url()).await.unwrap();
+            let pool = sqlx::PgPool::connect(database_url).await.unwrap();
             let done = sqlx::query(sql).bind(at).bind(id).execute(&pool).await;
             pool.close().await;
             done.unwrap().rows_affected()
@@ -271,7 +273,7 @@ async fn metrics_count_a_known_mix_exactly_in_totals_and_series(db: Db) {
     let other = app.agent("other").await;
     let mix = drive_mix(&app, &shop, &other).await;
     append_reconciliations(&app, &mix).await;
-    last_updated_minutes_ago(&app, db, &mix.unknown_old, 20).await;
+    last_updated_minutes_ago(app.database.url(), db, &mix.unknown_old, 20).await;
     let viewer = app.person(Role::Viewer).await;
 
     let everyone = viewer.metrics_body("").await;
@@ -607,109 +609,4 @@ async fn a_reconciliation_is_counted_with_its_latency(db: Db) {
         (sum - latency as f64 / 1000.0).abs() < 0.001,
         "{sum} s vs {latency} ms"
     );
-}
-
-/// The stuck unknowns of each bucket as the contract defines them: operations `unknown` at
-/// the bucket's last moment (its end, or now) for longer than the threshold, given when each
-/// became unknown and when (if) it was settled.
-fn stuck_per_bucket(
-    report: &Value,
-    spans: &[(DateTime<Utc>, Option<DateTime<Utc>>)],
-    threshold: TimeDelta,
-) -> Vec<u64> {
-    let time = |text: &Value| {
-        DateTime::parse_from_rfc3339(text.as_str().unwrap())
-            .unwrap()
-            .to_utc()
-    };
-    let series = report["series"].as_array().unwrap();
-    let starts: Vec<DateTime<Utc>> = series.iter().map(|b| time(&b["bucket_start"])).collect();
-    let now = Utc::now();
-    (0..starts.len())
-        .map(|i| {
-            let end = starts
-                .get(i + 1)
-                .copied()
-                .unwrap_or(time(&report["to"]))
-                .min(now);
-            spans
-                .iter()
-                .filter(|(since, until)| {
-                    end - *since > threshold && until.is_none_or(|until| until > end)
-                })
-                .count() as u64
-        })
-        .collect()
-}
-
-async fn stuck_unknowns_are_charted_from_the_ledger_with_the_configured_threshold(db: Db) {
-    let threshold = TimeDelta::minutes(10);
-    let app = TestApp::spawn_with(db, |config| config.stuck_after = threshold).await;
-    let shop = app.agent("shop").await;
-    let mut unknown = Vec::new();
-    for order in ["s-1", "s-2", "s-3", "s-4"] {
-        let (id, token, _) = shop.start(&refund(order, 100)).await;
-        let marked = shop
-            .mark_unknown(&id, &json!({ "lease_token": token }))
-            .await;
-        assert_eq!(marked.status(), 200);
-        unknown.push(id);
-    }
-    // s-1 unknown for 50 minutes; s-2 for 12; s-3 for 5 (not stuck yet); s-4 was unknown
-    // from 40 to 20 minutes ago, when a person resolved it.
-    let mut spans = Vec::new();
-    for (id, minutes) in unknown.iter().zip([50, 12, 5, 40]) {
-        spans.push((last_updated_minutes_ago(&app, db, id, minutes).await, None));
-    }
-    let operator = app.person(Role::Operator).await;
-    let resolution = json!({ "outcome": "succeeded", "reason": "found in the provider's log" });
-    assert_eq!(
-        operator.resolve(&unknown[3], &resolution).await.status(),
-        200
-    );
-    spans[3].1 = Some(resolved_minutes_ago(&app, db, &unknown[3], 20).await);
-
-    let viewer = app.person(Role::Viewer).await;
-    let report = viewer.metrics_body("?window=1h").await;
-    assert_eq!(report["stuck_after_seconds"], 600);
-    assert_eq!(report["unknown_now"], 3);
-    assert_eq!(report["stuck_unknown"], 2, "s-1 and s-2, not s-3 yet");
-    let stuck_of = |report: &Value| -> Vec<u64> {
-        report["series"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| b["stuck_unknown"].as_u64().unwrap())
-            .collect()
-    };
-    let stuck = stuck_of(&report);
-    assert_eq!(stuck, stuck_per_bucket(&report, &spans, threshold));
-    assert_eq!(stuck.last(), Some(&2), "the newest bucket is now");
-    assert!(
-        stuck.contains(&2) && stuck.contains(&1) && stuck[0] <= 1,
-        "{stuck:?}"
-    );
-
-    // A fresh process knows only the database: the same series, in every window.
-    let fresh = idem::storage::Database::open(app.database.url())
-        .await
-        .unwrap();
-    let metrics =
-        app::ledger::metrics::Metrics::new(fresh.metrics_store()).with_stuck_after(threshold);
-    for window in ["1h", "24h", "7d"] {
-        let served = viewer.metrics_body(&format!("?window={window}")).await;
-        let read = serde_json::to_value(metrics.read(None, Some(window)).await.unwrap()).unwrap();
-        assert_eq!(stuck_of(&served), stuck_of(&read), "{window}");
-        assert_eq!(
-            stuck_of(&served),
-            stuck_per_bucket(&served, &spans, threshold),
-            "{window}"
-        );
-        assert_eq!(stuck_of(&served).last(), Some(&2), "{window}");
-    }
-    fresh.close().await;
-
-    // The Prometheus gauge uses the same threshold.
-    let text = viewer.get("/metrics").await.text().await.unwrap();
-    assert!(text.contains("idem_stuck_unknown_operations 2"), "{text}");
 }

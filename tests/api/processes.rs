@@ -152,6 +152,28 @@ pub fn cli_key(database_url: &str, namespace: &str) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
+/// A person of the operator role, created with the CLI as an operator would, signed in to
+/// `server`.
+pub async fn cli_operator(server: &ServerProcess, database_url: &str) -> Client {
+    let args = [
+        "users",
+        "create",
+        "--username",
+        "olga",
+        "--role",
+        "operator",
+        "--password-stdin",
+    ];
+    let created = crate::cli::idem(&args, database_url, Some("olga's password\n"));
+    assert!(created.status.success(), "{created:?}");
+    let operator = Client::new(&server.address, reqwest::header::HeaderMap::new());
+    assert_eq!(
+        operator.login("olga", "olga's password").await.status(),
+        200
+    );
+    operator
+}
+
 async fn every_acknowledged_completion_survives_a_kill_9(db: Db) {
     let database = TestDatabase::create(db).await;
     let server = ServerProcess::start(database.url());
@@ -311,22 +333,7 @@ async fn postgres_an_expiry_through_one_server_is_never_replayed_by_the_other_fr
     let first = ServerProcess::start(database.url());
     let second = ServerProcess::start(database.url());
     let key = cli_key(database.url(), "billing");
-    let args = [
-        "users",
-        "create",
-        "--username",
-        "olga",
-        "--role",
-        "operator",
-        "--password-stdin",
-    ];
-    let created = crate::cli::idem(&args, database.url(), Some("olga's password\n"));
-    assert!(created.status.success(), "{created:?}");
-    let operator = Client::new(&second.address, reqwest::header::HeaderMap::new());
-    assert_eq!(
-        operator.login("olga", "olga's password").await.status(),
-        200
-    );
+    let operator = cli_operator(&second, database.url()).await;
     let agent = first.agent(&key);
 
     for round in 0..5 {

@@ -3,7 +3,7 @@
 
 use app::domain::{Namespace, Role, Username};
 use app::identity::{NewSession, NewUser, SecretHash};
-use app::ledger::metrics::{MetricsWindow, DEFAULT_STUCK_AFTER};
+use app::ledger::metrics::{MetricsStore, MetricsWindow, DEFAULT_STUCK_AFTER};
 use app::ledger::{Event, EventKind};
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
@@ -18,6 +18,7 @@ use crate::storage::{Database, Purged, RetentionRound};
 conformance!(
     run;
     expired_settled_operations_go_with_their_events_once_folded,
+    stuck_unknowns_outlive_the_operations_retention_deletes,
     expired_sessions_go,
 );
 
@@ -150,6 +151,78 @@ async fn expired_settled_operations_go_with_their_events_once_folded(
         .await
         .unwrap();
     assert_eq!(billing_after.totals.duplicates_prevented, 3);
+}
+
+/// The stuck unknowns of each bucket of the last 24 hours, of `namespace` or of all.
+async fn stuck_series(metrics: &dyn MetricsStore, namespace: Option<&str>) -> Vec<u64> {
+    let namespace = namespace.map(|n| Namespace::try_from(n).unwrap());
+    let day = MetricsWindow::default();
+    let report = metrics
+        .metrics(namespace.as_ref(), &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    report.series.iter().map(|b| b.stuck_unknown).collect()
+}
+
+async fn stuck_unknowns_outlive_the_operations_retention_deletes(
+    backend: Backend,
+    db: TestDatabase,
+    database: Database,
+) {
+    let (ledger, metrics) = (database.ledger_store(), database.metrics_store());
+    let (gone, _) = start(ledger.as_ref(), &request("billing", "order-1", "refund")).await;
+    let (ancient, _) = start(ledger.as_ref(), &request("billing", "order-2", "refund")).await;
+    let now = Utc::now();
+    let event = |operation_id, kind, ago: TimeDelta| Event {
+        operation_id,
+        at: now - ago,
+        kind,
+        actor: "system".into(),
+        detail: json!({}),
+    };
+    // `gone` was unknown from 3 hours to 1 hour ago (stuck at the end of one hourly bucket);
+    // `ancient` from 45 to 40 days ago, older than any window. Both settled and expired long
+    // ago, and every event is before the roll-up's watermark.
+    ledger.record_quiet_events(vec![
+        event(gone.id, EventKind::MarkedUnknown, TimeDelta::hours(3)),
+        event(gone.id, EventKind::Resolved, TimeDelta::hours(1)),
+        event(ancient.id, EventKind::MarkedUnknown, TimeDelta::days(45)),
+        event(ancient.id, EventKind::Resolved, TimeDelta::days(40)),
+    ]);
+    let long_ago = now - TimeDelta::days(31);
+    let settled = "update operations set status = 'succeeded', expires_at = $1";
+    sql_at(backend, &db, settled, long_ago).await;
+    let claimed = "update operation_events set at = $1 where kind = 'claimed'";
+    sql_at(backend, &db, claimed, now - TimeDelta::days(46)).await;
+    let before = stuck_series(metrics.as_ref(), None).await;
+    assert_eq!(before.iter().sum::<u64>(), 1, "{before:?}");
+
+    // A round of one event folds both spans and leaves `gone` with the events of its span:
+    // it is counted once, not from both.
+    let round = RetentionRound {
+        expired_before: now - TimeDelta::days(30),
+        now,
+        batch: 1,
+    };
+    assert_eq!(database.purge_round(&round).await.unwrap().events, 1);
+    assert_eq!(stuck_series(metrics.as_ref(), None).await, before);
+    // Then two events a round, folding the same spans again: nothing changes either.
+    let (purged, rounds) = purge_all(&database, now, 2).await;
+    assert_eq!(purged.operations, 2);
+    assert!(rounds >= 3, "{rounds}");
+    assert_eq!(stuck_series(metrics.as_ref(), None).await, before);
+    assert_eq!(
+        stuck_series(metrics.as_ref(), Some("billing")).await,
+        before
+    );
+    let elsewhere = stuck_series(metrics.as_ref(), Some("shop")).await;
+    assert!(elsewhere.iter().all(|&n| n == 0), "{elsewhere:?}");
+    let kept = sql(backend, &db, "select count(*) from unknown_spans").await;
+    assert_eq!(
+        kept,
+        Some(1),
+        "only `gone`'s span: `ancient`'s is forgotten"
+    );
 }
 
 async fn expired_sessions_go(_: Backend, _: TestDatabase, database: Database) {

@@ -17,6 +17,7 @@ pub use report::{
 };
 pub use window::{
     minute_start, unix_minute, MetricsWindow, SeriesPlan, WindowError, DEFAULT_STUCK_AFTER,
+    MAX_MINUTES,
 };
 
 use chrono::{DateTime, TimeDelta, Utc};

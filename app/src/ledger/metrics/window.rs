@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use std::fmt;
 
 /// The longest window: 30 days, in minutes.
-const MAX_MINUTES: i64 = 30 * 24 * 60;
+pub const MAX_MINUTES: i64 = 30 * 24 * 60;
 
 /// Why a window was refused (`400 invalid_window`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

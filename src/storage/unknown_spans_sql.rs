@@ -1,0 +1,102 @@
+//! When operations were `unknown`, the stuck-unknowns series is drawn from (`GET
+//! /v1/metrics`): read from the events, and folded into `unknown_spans` when retention deletes
+//! an operation with its events, so the series over a window stays whole like the counters.
+//! Written once for both databases.
+
+use app::ledger::metrics::{SeriesPlan, UnknownSpan, MAX_MINUTES};
+use app::store_error::StoreError;
+use chrono::{DateTime, TimeDelta, Utc};
+use std::sync::LazyLock;
+use uuid::Uuid;
+
+use super::dialect::{Bind, Dialect, Fetch, Run};
+use super::retention_sql::placeholders;
+
+/// The events that make an operation `unknown` (of `e`, whose operation is `o`): a report of
+/// `unknown`, or a lease that ran out on a tool whose calls are never repeated.
+const BECAME_UNKNOWN: &str = "(e.kind = 'marked_unknown' \
+     or (e.kind = 'lease_expired' and o.effect in ('non_idempotent_write', 'irreversible')))";
+
+/// The first reconciliation or person's resolution of `e`'s operation at or after it.
+const SETTLED: &str = "(select min(x.at) from operation_events x \
+     where x.operation_id = e.operation_id and x.kind in ('reconciled', 'resolved') \
+       and x.at >= e.at)";
+
+/// The spans that began before `$1` (the window's end) and reach past `$2` (the window's
+/// start less the stuck threshold), of namespace `$3` or of all: from the events of the
+/// operations still there, and from the folded spans of those retention deleted.
+static SPANS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "select since, until from ( \
+           select e.at as since, {SETTLED} as until \
+           from operation_events e join operations o on o.id = e.operation_id \
+           where e.at < $1 and ($3 is null or o.namespace = $3) and {BECAME_UNKNOWN} \
+             and not exists (select 1 from unknown_spans f where f.operation_id = e.operation_id) \
+           union all \
+           select since, until from unknown_spans \
+           where until > $2 and since < $1 and ($3 is null or namespace = $3) \
+         ) as spans \
+         where until is null or until > $2"
+    )
+});
+
+/// Folds the settled spans of the operations `$1…` (before retention deletes their events);
+/// a span folded by an earlier round stays as it is.
+fn fold(count: usize) -> String {
+    format!(
+        "insert into unknown_spans (operation_id, namespace, since, until) \
+         select operation_id, namespace, since, until from ( \
+           select e.operation_id, o.namespace, e.at as since, {SETTLED} as until \
+           from operation_events e join operations o on o.id = e.operation_id \
+           where e.operation_id in ({ids}) and {BECAME_UNKNOWN} \
+         ) as spans \
+         where until is not null \
+         on conflict do nothing",
+        ids = placeholders(1, count)
+    )
+}
+
+/// Forgets the folded spans that ended before `$1`.
+const FORGET: &str = "delete from unknown_spans where until < $1";
+
+/// The times operations were `unknown` that matter to the plan's stuck series.
+pub(super) async fn read<DB: Dialect>(
+    conn: &mut DB::Connection,
+    plan: &SeriesPlan,
+    namespace: &Option<String>,
+) -> Result<Vec<UnknownSpan>, StoreError> {
+    let rows: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)> = DB::query_as(&SPANS)
+        .param(plan.now)
+        .param(plan.from() - plan.stuck_after)
+        .param(namespace)
+        .rows(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(since, until)| UnknownSpan { since, until })
+        .collect())
+}
+
+/// Keeps the spans of the operations retention is about to delete, and forgets those that
+/// ended before the longest window a series can be asked for (with an hour to spare for the
+/// clocks of several processes).
+pub(super) async fn fold_before_purge<DB: Dialect>(
+    conn: &mut DB::Connection,
+    ids: &[(Uuid,)],
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    if !ids.is_empty() {
+        let sql = fold(ids.len());
+        let mut query = sqlx::query::<DB>(&sql);
+        for (id,) in ids {
+            query = query.param(*id);
+        }
+        query.run(conn).await?;
+    }
+    let forget_before = now - TimeDelta::minutes(MAX_MINUTES) - TimeDelta::hours(1);
+    sqlx::query::<DB>(FORGET)
+        .param(forget_before)
+        .run(conn)
+        .await?;
+    Ok(())
+}
