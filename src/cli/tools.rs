@@ -35,7 +35,7 @@ pub(super) async fn tools(command: ToolsCommand) -> anyhow::Result<()> {
         command,
     } = command;
     let upstream = crate::mcp::upstream::Upstream::from_args(upstream_url, command)?;
-    let client = upstream.connect().await?;
+    let client = upstream.connect(()).await?;
     let listed = client.peer().list_all_tools().await;
     let _ = client.cancel().await;
     let listed = listed.context("listing the MCP server's tools")?;

@@ -1,7 +1,7 @@
 //! The MCP server behind the proxy: a child process spoken to over stdio, or a URL.
 
 use anyhow::{bail, Context};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{RoleClient, RunningService, Service};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 
@@ -26,19 +26,24 @@ impl Upstream {
         }
     }
 
-    /// Starts or reaches the upstream and completes the MCP handshake with it.
-    pub async fn connect(&self) -> anyhow::Result<RunningService<RoleClient, ()>> {
+    /// Starts or reaches the upstream and completes the MCP handshake with it; `handler`
+    /// takes what the upstream sends of its own accord (notifications, requests).
+    pub async fn connect<H: Service<RoleClient>>(
+        &self,
+        handler: H,
+    ) -> anyhow::Result<RunningService<RoleClient, H>> {
         match self {
             Self::Command(command) => {
                 let mut child = tokio::process::Command::new(&command[0]);
                 child.args(&command[1..]);
                 let transport = TokioChildProcess::new(child)
                     .with_context(|| format!("starting the upstream {:?}", command[0]))?;
-                ().serve(transport)
+                handler
+                    .serve(transport)
                     .await
                     .context("the MCP handshake with the upstream")
             }
-            Self::Url(url) => ()
+            Self::Url(url) => handler
                 .serve(StreamableHttpClientTransport::from_uri(url.as_str()))
                 .await
                 .with_context(|| format!("the MCP handshake with the upstream {url}")),
