@@ -235,10 +235,11 @@ impl ServerHandler for McpProxy {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let uri = request.uri.clone();
-        let mut subscriptions = self.relay.sessions().subscriptions().await;
+        let sessions = self.relay.sessions();
+        let _changing = sessions.changing_subscriptions().await;
         let request = ClientRequest::SubscribeRequest(Request::new(request));
         self.relay(request, &context, empty).await?;
-        subscriptions.add(&uri, self.id);
+        sessions.subscriptions().add(&uri, self.id);
         Ok(())
     }
 
@@ -248,8 +249,9 @@ impl ServerHandler for McpProxy {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let mut subscriptions = self.relay.sessions().subscriptions().await;
-        if !subscriptions.remove(&request.uri, self.id) {
+        let sessions = self.relay.sessions();
+        let _changing = sessions.changing_subscriptions().await;
+        if !sessions.subscriptions().remove(&request.uri, self.id) {
             return Ok(());
         }
         let request = ClientRequest::UnsubscribeRequest(Request::new(request));

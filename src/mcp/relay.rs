@@ -3,14 +3,15 @@
 //! stops waiting for) is cancelled upstream too.
 
 use rmcp::model::{
-    CancelledNotificationParam, ClientNotification, ClientRequest, GetMeta, JsonObject, RequestId,
-    RequestMetaObject, ServerResult,
+    CancelledNotificationParam, ClientNotification, ClientRequest, GetMeta, JsonObject,
+    ProgressToken, RequestId, RequestMetaObject, ServerNotification, ServerResult,
 };
 use rmcp::service::{
     Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer, ServiceError,
 };
+use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::sessions::{ProgressRoute, Sessions};
+use super::sessions::Sessions;
 
 /// `_meta` entries that describe the host's own connection to the proxy (rmcp sets the
 /// proxy's for its connection upstream), and the progress token, which rmcp replaces.
@@ -33,6 +34,7 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// The relay over the `upstream` connection whose notifications go to `sessions`.
     pub fn new(upstream: Peer<RoleClient>, sessions: Sessions) -> Self {
         Self { upstream, sessions }
     }
@@ -48,43 +50,87 @@ impl Relay {
     }
 
     /// Sends `request` upstream on behalf of the host request `host` and waits for the
-    /// answer. The host cancelling its request ends the wait with `ServiceError::Cancelled`;
-    /// either that or dropping the returned future (a timeout) sends the upstream
-    /// `notifications/cancelled` for the request.
+    /// answer, passing the upstream's progress on it to the host meanwhile (all of it before
+    /// the answer). The host cancelling its request ends the wait with
+    /// `ServiceError::Cancelled`; either that or dropping the returned future (a timeout)
+    /// sends the upstream `notifications/cancelled` for the request.
     pub async fn send(
         &self,
         mut request: ClientRequest,
         host: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ServiceError> {
         *request.get_meta_mut() = forwarded_meta(&host.meta);
-        let host_token = host.meta.get_progress_token();
-        // rmcp gives every upstream request a progress token of its own; hold the routes
-        // while it is sent so progress cannot outrun its route.
-        let mut routes = self.sessions.progress().await;
         let handle = self
             .upstream
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;
-        let _route = host_token.map(|token| {
-            let route = ProgressRoute {
-                host: host.peer.clone(),
-                token,
-            };
-            routes.insert(handle.progress_token.clone(), route);
-            ForgetOnDrop(self.sessions.clone(), handle.progress_token.clone())
+        // rmcp gave the upstream request a progress token of its own.
+        let mut progress = host.meta.get_progress_token().map(|token| Progress {
+            updates: self.sessions.expect_progress(handle.progress_token.clone()),
+            upstream_token: handle.progress_token.clone(),
+            host_token: token,
+            host: host.peer.clone(),
+            sessions: self.sessions.clone(),
         });
-        drop(routes);
         let mut cancel = CancelOnDrop(Some((self.upstream.clone(), handle.id.clone())));
-        let answer = tokio::select! {
-            // An answer that is in wins over a cancellation that came with it.
-            biased;
-            answer = handle.await_response() => answer,
-            () = host.ct.cancelled() => {
-                return Err(ServiceError::Cancelled { reason: Some("cancelled by the host".into()) })
+        let answer = handle.await_response();
+        tokio::pin!(answer);
+        let answer = loop {
+            tokio::select! {
+                // The answer wins over what came with it; progress before it is passed on
+                // below, and the answer is in so there is nothing to cancel.
+                biased;
+                answer = &mut answer => break answer,
+                Some(update) = next_update(&mut progress) => {
+                    if let Some(progress) = &progress {
+                        progress.pass_on(update).await;
+                    }
+                }
+                () = host.ct.cancelled() => {
+                    return Err(ServiceError::Cancelled { reason: Some("cancelled by the host".into()) })
+                }
             }
         };
         cancel.0 = None;
+        if let Some(progress) = &mut progress {
+            while let Ok(update) = progress.updates.try_recv() {
+                progress.pass_on(update).await;
+            }
+        }
         answer
+    }
+}
+
+/// The upstream's progress on one forwarded request, for the host that asked for it.
+struct Progress {
+    updates: UnboundedReceiver<ServerNotification>,
+    upstream_token: ProgressToken,
+    host_token: ProgressToken,
+    host: Peer<RoleServer>,
+    sessions: Sessions,
+}
+
+impl Progress {
+    /// One update to the host, under the host's own token.
+    async fn pass_on(&self, mut update: ServerNotification) {
+        if let ServerNotification::ProgressNotification(progress) = &mut update {
+            progress.params.progress_token = self.host_token.clone();
+        }
+        let _ = self.host.send_notification(update).await;
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.sessions.forget_progress(&self.upstream_token);
+    }
+}
+
+/// The next update, or never when the host asked for none.
+async fn next_update(progress: &mut Option<Progress>) -> Option<ServerNotification> {
+    match progress {
+        Some(progress) => progress.updates.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -95,15 +141,6 @@ fn forwarded_meta(host: &RequestMetaObject) -> RequestMetaObject {
         meta.remove(key);
     }
     RequestMetaObject::from(meta)
-}
-
-/// Removes a progress route when its request is over, however it ended.
-struct ForgetOnDrop(Sessions, rmcp::model::ProgressToken);
-
-impl Drop for ForgetOnDrop {
-    fn drop(&mut self) {
-        self.0.forget_progress(self.1.clone());
-    }
 }
 
 /// Tells the upstream about a request nobody waits for any more, unless disarmed (`None`).

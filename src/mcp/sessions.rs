@@ -3,21 +3,25 @@
 //!
 //! On stdio there is one session. With `--listen` every HTTP session of the host is one, and
 //! they all share the proxy's single upstream connection, so a notification from the upstream
-//! is routed by what it is about (`audience`): progress to the session whose request it
-//! reports on, `resources/updated` to the sessions subscribed to that resource, and the rest
-//! (list changes, log messages) to every session.
+//! is routed by what it is about (`audience`): progress to the request it reports on,
+//! `resources/updated` to the sessions subscribed to that resource, and the rest (list
+//! changes, log lines) to every session.
+//!
+//! Order matters (progress counts up; log lines tell a story), and rmcp runs each
+//! notification it receives on a task of its own, which loses it. So the upstream connection
+//! is read through `upstream::InOrder`, which hands each notification to `dispatch` as it
+//! arrives; each session then gets its notifications from one queue, in that order, and a
+//! request's progress goes to the task waiting for its answer, which passes it on first.
 
 use rmcp::model::{
-    ClientConfig, ClientResult, GetMeta, ProgressToken, ServerNotification, ServerRequest,
+    GetMeta, ProgressNotification, ProgressNotificationParam, ProgressToken, ServerNotification,
     UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, RoleServer, Service};
-use rmcp::ErrorData as McpError;
+use rmcp::service::{NotificationContext, Peer, RoleClient, RoleServer};
+use rmcp::ClientHandler;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
-
-/// How long a progress route outlives its request (see `Sessions::forget_progress`).
-const PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// One host session, for as long as the proxy serves it.
 pub type SessionId = uuid::Uuid;
@@ -25,7 +29,8 @@ pub type SessionId = uuid::Uuid;
 /// Who an upstream notification is for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Audience {
-    /// The session whose request the proxy sent with this (upstream) progress token.
+    /// The request the proxy sent upstream with this progress token (the task waiting for
+    /// its answer passes progress on to the session that asked).
     Requester(ProgressToken),
     /// The sessions subscribed to this resource URI.
     Subscribers(String),
@@ -49,14 +54,6 @@ pub fn audience(notification: &ServerNotification) -> Audience {
         | ServerNotification::SubscriptionsAcknowledgedNotification(_) => Audience::Nobody,
         _ => Audience::Everyone,
     }
-}
-
-/// Where the upstream's progress on one forwarded request goes: the host session that asked
-/// and the token the host chose.
-#[derive(Clone)]
-pub struct ProgressRoute {
-    pub host: Peer<RoleServer>,
-    pub token: ProgressToken,
 }
 
 /// Which sessions hold a subscription to which resource URI. The upstream sees one
@@ -105,130 +102,128 @@ impl Subscriptions {
     }
 }
 
-/// The sessions the upstream's notifications go to; cheap to clone, one per proxy. It is
-/// also the upstream connection's client-side service: rmcp hands it every notification
-/// whole, and it passes each on unchanged (but for a progress token, mapped back to the
-/// host's own).
+/// The sessions the upstream's notifications go to; cheap to clone, one per proxy.
 #[derive(Clone, Default)]
 pub struct Sessions {
-    hosts: Arc<Mutex<HashMap<SessionId, Peer<RoleServer>>>>,
-    // Held (async) while a request is sent upstream, so progress on it cannot arrive before
-    // its route is known.
-    progress: Arc<tokio::sync::Mutex<HashMap<ProgressToken, ProgressRoute>>>,
-    // Held (async) across the upstream's `resources/(un)subscribe`, so that two sessions'
-    // changes reach the upstream in the order they are counted.
-    subscriptions: Arc<tokio::sync::Mutex<Subscriptions>>,
+    // Each session's queue of notifications, sent on in order by a task of its own.
+    hosts: Arc<Mutex<HashMap<SessionId, Queue>>>,
+    // The progress on each request in flight, by the proxy's (upstream) progress token, to
+    // the task waiting for the request's answer.
+    progress: Arc<Mutex<HashMap<ProgressToken, Queue>>>,
+    subscriptions: Arc<Mutex<Subscriptions>>,
+    // Held across an upstream `resources/(un)subscribe`, so that two sessions' changes
+    // reach the upstream in the order they are counted.
+    subscribing: Arc<tokio::sync::Mutex<()>>,
+}
+
+type Queue = UnboundedSender<ServerNotification>;
+
+/// Locks a mutex that no code holds across a panic it could leave half done.
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Sessions {
     /// The host session `id` can now be sent notifications (it completed its handshake, or
     /// sent a request).
     pub fn join(&self, id: SessionId, host: &Peer<RoleServer>) {
-        let mut hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
-        hosts.entry(id).or_insert_with(|| host.clone());
+        let mut hosts = locked(&self.hosts);
+        if hosts.contains_key(&id) {
+            return;
+        }
+        let (queue, mut notifications) = unbounded_channel::<ServerNotification>();
+        let host = host.clone();
+        tokio::spawn(async move {
+            while let Some(notification) = notifications.recv().await {
+                if let Err(error) = host.send_notification(notification).await {
+                    tracing::debug!(%error, "a host session went away");
+                    break;
+                }
+            }
+        });
+        hosts.insert(id, queue);
     }
 
     /// The session ended: no more notifications; its subscriptions end, and the upstream's
     /// with them where it was the last subscriber.
     #[allow(deprecated)] // resources/unsubscribe: the legacy subscriptions hosts use today.
     pub async fn leave(&self, id: SessionId, upstream: &Peer<RoleClient>) {
-        self.hosts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&id);
-        let mut subscriptions = self.subscriptions.lock().await;
-        for uri in subscriptions.leave(id) {
+        locked(&self.hosts).remove(&id);
+        let _changing = self.subscribing.lock().await;
+        let ended = locked(&self.subscriptions).leave(id);
+        for uri in ended {
             let _ = upstream
                 .unsubscribe(UnsubscribeRequestParams::new(uri))
                 .await;
         }
     }
 
-    /// The progress routes, locked.
-    pub async fn progress(
-        &self,
-    ) -> tokio::sync::MutexGuard<'_, HashMap<ProgressToken, ProgressRoute>> {
-        self.progress.lock().await
+    /// Routes the upstream's progress on a request just sent (with `token`) to the receiver,
+    /// until `forget_progress`.
+    pub fn expect_progress(&self, token: ProgressToken) -> UnboundedReceiver<ServerNotification> {
+        let (queue, progress) = unbounded_channel();
+        locked(&self.progress).insert(token, queue);
+        progress
     }
 
-    /// Forgets a progress route once its request is answered or abandoned, after a grace:
-    /// rmcp hands each notification to a task of its own, so progress the upstream sent just
-    /// before its answer may be routed just after the answer arrived.
-    pub fn forget_progress(&self, token: ProgressToken) {
-        let progress = self.progress.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(PROGRESS_GRACE).await;
-            progress.lock().await.remove(&token);
-        });
+    /// The request is over: so is progress on it.
+    pub fn forget_progress(&self, token: &ProgressToken) {
+        locked(&self.progress).remove(token);
     }
 
-    /// The subscriptions, locked.
-    pub async fn subscriptions(&self) -> tokio::sync::MutexGuard<'_, Subscriptions> {
-        self.subscriptions.lock().await
+    /// Serializes changes of subscriptions (hold it across the upstream's answer).
+    pub async fn changing_subscriptions(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.subscribing.lock().await
     }
 
-    /// Sends an upstream notification to its audience.
-    pub async fn deliver(&self, mut notification: ServerNotification) {
-        let recipients: Vec<Peer<RoleServer>> = match audience(&notification) {
-            Audience::Nobody => return,
-            Audience::Requester(upstream_token) => {
-                let Some(route) = self.progress.lock().await.get(&upstream_token).cloned() else {
-                    return; // its request is answered: progress on it is over
-                };
-                if let ServerNotification::ProgressNotification(progress) = &mut notification {
-                    progress.params.progress_token = route.token;
-                }
-                vec![route.host]
-            }
+    /// Which session holds which subscription.
+    pub fn subscriptions(&self) -> MutexGuard<'_, Subscriptions> {
+        locked(&self.subscriptions)
+    }
+
+    /// Queues an upstream notification for its audience, at once (it is called as the
+    /// notification is read off the connection, and must not wait). False for those the
+    /// proxy leaves to rmcp: the upstream's own cancellations, and progress on a request
+    /// whose route is not known yet (see `ClientHandler::on_progress` below).
+    pub fn dispatch(&self, notification: &ServerNotification) -> bool {
+        let queues: Vec<Queue> = match audience(notification) {
+            Audience::Nobody => return false,
+            Audience::Requester(token) => match locked(&self.progress).get(&token) {
+                Some(queue) => vec![queue.clone()],
+                None => return false,
+            },
             Audience::Subscribers(uri) => {
-                let holders = self.subscriptions.lock().await.holders(&uri);
-                let hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
+                let holders = locked(&self.subscriptions).holders(&uri);
+                let hosts = locked(&self.hosts);
                 holders
                     .iter()
                     .filter_map(|id| hosts.get(id).cloned())
                     .collect()
             }
-            Audience::Everyone => {
-                let hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
-                hosts.values().cloned().collect()
-            }
+            Audience::Everyone => locked(&self.hosts).values().cloned().collect(),
         };
-        for host in recipients {
-            let notification = notification.clone();
-            // One slow or departed host must not hold up the others.
-            tokio::spawn(async move {
-                if let Err(error) = host.send_notification(notification).await {
-                    tracing::debug!(%error, "a host session did not take a notification");
-                }
-            });
+        for queue in queues {
+            // A closed queue is a session or a request that just ended.
+            let _ = queue.send(notification.clone());
         }
+        true
     }
 }
 
-/// The upstream connection's client side: notifications go to the hosts; requests from the
-/// upstream (roots, sampling, elicitation) get rmcp's default answers, as before.
-impl Service<RoleClient> for Sessions {
-    async fn handle_request(
+/// The upstream connection's client side, for what `dispatch` leaves to rmcp: requests
+/// from the upstream (roots, sampling, elicitation) get rmcp's default answers, and progress
+/// that outran its request's route (the request was sent upstream before its route was
+/// recorded) is routed now, when rmcp gets to it.
+impl ClientHandler for Sessions {
+    async fn on_progress(
         &self,
-        request: ServerRequest,
-        context: RequestContext<RoleClient>,
-    ) -> Result<ClientResult, McpError> {
-        Service::<RoleClient>::handle_request(&(), request, context).await
-    }
-
-    async fn handle_notification(
-        &self,
-        mut notification: ServerNotification,
+        params: ProgressNotificationParam,
         context: NotificationContext<RoleClient>,
-    ) -> Result<(), McpError> {
-        // rmcp moved the notification's `_meta` into the context; it travels on unchanged.
-        *notification.get_meta_mut() = context.meta;
-        self.deliver(notification).await;
-        Ok(())
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
+    ) {
+        let mut progress =
+            ServerNotification::ProgressNotification(ProgressNotification::new(params));
+        *progress.get_meta_mut() = context.meta;
+        self.dispatch(&progress);
     }
 }
 
