@@ -346,14 +346,15 @@ async fn over_http_each_session_gets_its_own_progress_and_every_list_change(db: 
 
 async fn over_http_a_resource_update_goes_to_its_subscribers_only(db: Db) {
     let setup = Setup::new(db).await;
-    let sessions = two_sessions(&setup).await;
-    let (host_one, host_two) = (&sessions.hosts[0], &sessions.hosts[1]);
-    let (one, two) = (&sessions.heard[0], &sessions.heard[1]);
-    for host in &sessions.hosts {
-        let subscribe = SubscribeRequestParams::new(ORDER);
-        host.peer().subscribe(subscribe).await.unwrap();
-    }
+    let TwoSessions {
+        hosts: [host_one, host_two],
+        heard: [one, two],
+        _servers,
+    } = two_sessions(&setup).await;
+    let subscribe = || SubscribeRequestParams::new(ORDER);
     let unsubscribe = || UnsubscribeRequestParams::new(ORDER);
+    host_one.peer().subscribe(subscribe()).await.unwrap();
+    host_two.peer().subscribe(subscribe()).await.unwrap();
     host_one.peer().unsubscribe(unsubscribe()).await.unwrap();
     assert_eq!(
         setup.effects_of("resources/unsubscribe"),
@@ -361,7 +362,7 @@ async fn over_http_a_resource_update_goes_to_its_subscribers_only(db: Db) {
         "the other session still holds the upstream subscription"
     );
 
-    call(host_two, "refresh_catalog", json!({}), None).await;
+    call(&host_two, "refresh_catalog", json!({}), None).await;
     let updated = "notifications/resources/updated";
     two.until("the update", |h| !of(h, updated).is_empty())
         .await;
@@ -378,4 +379,12 @@ async fn over_http_a_resource_update_goes_to_its_subscribers_only(db: Db) {
         1,
         "the last one out"
     );
+
+    // A session that ends holding a subscription gives it up.
+    host_one.peer().subscribe(subscribe()).await.unwrap();
+    host_one.cancel().await.unwrap();
+    eventually("the ended session's subscription ends upstream", || {
+        setup.effects_of("resources/unsubscribe") == 2
+    })
+    .await;
 }
