@@ -35,7 +35,10 @@ pub(super) async fn tools(command: ToolsCommand) -> anyhow::Result<()> {
         command,
     } = command;
     let upstream = crate::mcp::upstream::Upstream::from_args(upstream_url, command)?;
-    let client = upstream.connect().await?;
+    // No host sessions: whatever the server announces meanwhile is dropped.
+    let client = upstream
+        .connect(crate::mcp::sessions::Sessions::default())
+        .await?;
     let listed = client.peer().list_all_tools().await;
     let _ = client.cancel().await;
     let listed = listed.context("listing the MCP server's tools")?;

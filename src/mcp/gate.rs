@@ -1,15 +1,17 @@
 //! One `tools/call` through the ledger: claim, then forward only when idem says act, then
 //! report what happened. Every other answer becomes a tool result the model can read.
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
-use rmcp::service::{Peer, RoleClient, ServiceError};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, Request, ServerResult,
+};
+use rmcp::service::{RequestContext, RoleServer, ServiceError};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 
 use super::answers;
 use super::ledger_client::{Claim, ClaimAnswer, LedgerClient, Report};
+use super::relay::Relay;
 
 /// How long the proxy waits, and for what.
 #[derive(Debug, Clone)]
@@ -32,7 +34,10 @@ pub struct Gate {
 enum Forwarded {
     Answered(CallToolResponse),
     Refused(McpError),
+    /// Nobody knows: a timeout, a dropped connection, or the host cancelled while it ran.
     Lost(String),
+    /// The host cancelled before the call was sent: nothing was done.
+    NotSent,
 }
 
 impl Gate {
@@ -40,13 +45,15 @@ impl Gate {
         Self { ledger, options }
     }
 
-    /// Runs the call at most as often as idem allows and answers the model.
+    /// Runs the call at most as often as idem allows and answers the model. `host` is the
+    /// host's request: its `_meta` and progress token go upstream, and its cancellation
+    /// stops the proxy waiting (a claim already made is still answered and reported).
     pub async fn call(
         &self,
-        upstream: &Peer<RoleClient>,
+        upstream: &Relay,
         claim: Claim,
         params: CallToolRequestParams,
-        cancelled: CancellationToken,
+        host: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let approval_deadline = self.options.approval_wait.map(|d| Instant::now() + d);
         let mut wait = None;
@@ -56,19 +63,18 @@ impl Gate {
                 Ok(answer) => answer,
                 Err(unreachable) => return Ok(answers::not_done(&unreachable.to_string()).into()),
             };
+            let cancelled = host.ct.is_cancelled();
             let result = match answer {
                 ClaimAnswer::Act {
                     operation,
                     lease_token,
                 } => {
                     let id = operation["id"].as_str().unwrap_or_default();
-                    return self
-                        .act(upstream, id, &lease_token, params, cancelled)
-                        .await;
+                    return self.act(upstream, id, &lease_token, params, host).await;
                 }
                 ClaimAnswer::Replay { operation, note } => answers::replay(&operation, &note),
                 ClaimAnswer::AwaitingApproval { operation } => {
-                    match seconds_left(approval_deadline) {
+                    match seconds_left(approval_deadline).filter(|_| !cancelled) {
                         Some(seconds) => {
                             // A claim that is not held (the server answered at once) must
                             // not turn this into a busy loop.
@@ -79,7 +85,7 @@ impl Gate {
                         None => answers::awaiting_approval(&operation),
                     }
                 }
-                ClaimAnswer::InProgress if !waited_for_duplicate => {
+                ClaimAnswer::InProgress if !waited_for_duplicate && !cancelled => {
                     waited_for_duplicate = true;
                     wait = Some(self.options.in_progress_wait_seconds);
                     continue;
@@ -100,13 +106,17 @@ impl Gate {
     /// The proxy holds the lease: call the upstream once, then tell idem what happened.
     async fn act(
         &self,
-        upstream: &Peer<RoleClient>,
+        upstream: &Relay,
         operation_id: &str,
         lease_token: &str,
         params: CallToolRequestParams,
-        cancelled: CancellationToken,
+        host: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let forwarded = self.forward(upstream, params, cancelled).await;
+        let forwarded = if host.ct.is_cancelled() {
+            Forwarded::NotSent
+        } else {
+            self.forward(upstream, params, host).await
+        };
         let (report, answer) = match forwarded {
             Forwarded::Answered(CallToolResponse::Complete(result)) => {
                 let stored = serde_json::to_value(&result).unwrap_or(Value::Null);
@@ -137,6 +147,14 @@ impl Gate {
                 let answer = Ok(answers::outcome_unknown(&why).into());
                 (unknown(&why), answer)
             }
+            Forwarded::NotSent => {
+                let why = "the host cancelled the call before it was forwarded";
+                let report = Report::NotAttempted {
+                    code: "cancelled_by_host",
+                    message: why.to_owned(),
+                };
+                (report, Ok(answers::not_done(why).into()))
+            }
         };
         if let Err(unreachable) = self.ledger.report(operation_id, lease_token, report).await {
             // The tool has acted; its answer goes back even if idem did not hear of it (the
@@ -150,21 +168,35 @@ impl Gate {
 
     async fn forward(
         &self,
-        upstream: &Peer<RoleClient>,
+        upstream: &Relay,
         params: CallToolRequestParams,
-        cancelled: CancellationToken,
+        host: &RequestContext<RoleServer>,
     ) -> Forwarded {
-        let call = tokio::time::timeout(
-            self.options.upstream_timeout,
-            upstream.call_tool_once(params),
-        );
-        let outcome = tokio::select! {
-            outcome = call => outcome,
-            () = cancelled.cancelled() => return Forwarded::Lost("the host cancelled the call while it ran".into()),
-        };
-        match outcome {
-            Ok(Ok(response)) => Forwarded::Answered(response),
+        let request = ClientRequest::CallToolRequest(Request::new(params));
+        let call =
+            tokio::time::timeout(self.options.upstream_timeout, upstream.send(request, host));
+        match call.await {
+            Ok(Ok(ServerResult::CallToolResult(result))) => {
+                Forwarded::Answered(CallToolResponse::Complete(result))
+            }
+            Ok(Ok(ServerResult::InputRequiredResult(asks))) => {
+                Forwarded::Answered(CallToolResponse::InputRequired(asks))
+            }
+            Ok(Ok(ServerResult::CreateTaskResult(task))) => {
+                Forwarded::Answered(CallToolResponse::Task(task))
+            }
+            // An answer without content decodes as an empty one.
+            Ok(Ok(ServerResult::EmptyResult(_))) => {
+                Forwarded::Answered(CallToolResponse::Complete(CallToolResult::default()))
+            }
+            Ok(Ok(_)) => {
+                Forwarded::Lost("the upstream answered something else than a tool result".into())
+            }
             Ok(Err(ServiceError::McpError(error))) => Forwarded::Refused(error),
+            // The upstream was told to stop, but may have acted already.
+            Ok(Err(ServiceError::Cancelled { .. })) => Forwarded::Lost(
+                "the host cancelled the call while it ran; the upstream was told to stop".into(),
+            ),
             Ok(Err(error)) => Forwarded::Lost(format!("the upstream connection failed: {error}")),
             Err(_) => Forwarded::Lost(format!(
                 "the upstream did not answer within {} s",

@@ -51,6 +51,11 @@ pub enum Report<'a> {
         code: &'a str,
         message: String,
     },
+    /// The proxy held the lease but never sent the call: a failure a later call may retry.
+    NotAttempted {
+        code: &'a str,
+        message: String,
+    },
 }
 
 /// An HTTP client of one idem server, holding one API key.
@@ -138,6 +143,11 @@ impl LedgerClient {
                 "complete",
                 json!({ "lease_token": lease_token, "outcome": "failed", "result": result,
                         "error": { "code": code, "message": message }, "retryable": false }),
+            ),
+            Report::NotAttempted { code, message } => (
+                "complete",
+                json!({ "lease_token": lease_token, "outcome": "failed", "result": Value::Null,
+                        "error": { "code": code, "message": message }, "retryable": true }),
             ),
             Report::Unknown { code, message } => (
                 "unknown",

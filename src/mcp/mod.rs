@@ -4,8 +4,10 @@
 //! The proxy is a client of idem's REST API like any agent (an API key, claim → act →
 //! report); it holds no ledger rules of its own. Modules: `ledger_client` (idem's API),
 //! `call_keys` (which key a call claims), `gate` (one call through the ledger), `answers`
-//! (what the model is told), `proxy` (the MCP server the host sees), `upstream` (the MCP
-//! server behind it), `import` (annotations → effects), `sandbox` (a server for tests).
+//! (what the model is told), `proxy` (the MCP server the host sees), `relay` (a host's
+//! request sent upstream), `sessions` (which host sessions an upstream notification goes
+//! to), `upstream` (the MCP server behind it), `import` (annotations → effects), `sandbox` (a
+//! server for tests).
 
 pub mod answers;
 pub mod call_keys;
@@ -14,7 +16,9 @@ pub mod http;
 pub mod import;
 pub mod ledger_client;
 pub mod proxy;
+pub mod relay;
 pub mod sandbox;
+pub mod sessions;
 pub mod upstream;
 
 use anyhow::Context;
@@ -25,6 +29,8 @@ use std::time::Duration;
 use gate::{Gate, GateOptions};
 use ledger_client::LedgerClient;
 use proxy::McpProxy;
+use relay::Relay;
+use sessions::Sessions;
 use upstream::Upstream;
 
 /// `idem mcp-proxy`'s options.
@@ -61,9 +67,11 @@ pub struct ProxyArgs {
 /// until the process is told to stop.
 pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     let upstream = Upstream::from_args(args.upstream_url.clone(), args.command.clone())?;
-    let client = upstream.connect().await?;
+    let sessions = Sessions::default();
+    let client = upstream.connect(sessions.clone()).await?;
+    let relay = Relay::new(client.peer().clone(), sessions);
     let ledger = LedgerClient::new(&args.idem_url, &args.api_key);
-    warn_about_unregistered_tools(&client, &ledger).await;
+    warn_about_unregistered_tools(client.peer(), &ledger).await;
     let options = GateOptions {
         approval_wait: args.approval_wait.map(Duration::from_secs),
         in_progress_wait_seconds: args.in_progress_wait.clamp(1, 60),
@@ -71,14 +79,15 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
     };
     let gate = Arc::new(Gate::new(ledger, options));
     if let Some(listen) = args.listen {
-        let upstream = client.peer().clone();
-        // Each HTTP session of the host is a proxy session of its own (its own run).
+        // Each HTTP session of the host is a proxy session of its own (its own run), and
+        // all of them share the one upstream connection (`sessions` routes its
+        // notifications).
         http::serve(listen, "idem mcp-proxy", move || {
-            McpProxy::new(upstream.clone(), gate.clone())
+            McpProxy::new(relay.clone(), gate.clone())
         })
         .await?;
     } else {
-        let proxy = McpProxy::new(client.peer().clone(), gate);
+        let proxy = McpProxy::new(relay, gate);
         let downstream = proxy
             .serve(rmcp::transport::stdio())
             .await
@@ -92,10 +101,10 @@ pub async fn run_proxy(args: ProxyArgs) -> anyhow::Result<()> {
 /// Unregistered tools get idem's default policy (`non_idempotent_write`); say so, since an
 /// irreversible tool then runs without approval.
 async fn warn_about_unregistered_tools(
-    client: &rmcp::service::RunningService<rmcp::service::RoleClient, ()>,
+    upstream: &rmcp::service::Peer<rmcp::service::RoleClient>,
     ledger: &LedgerClient,
 ) {
-    let Ok(tools) = client.peer().list_all_tools().await else {
+    let Ok(tools) = upstream.list_all_tools().await else {
         return;
     };
     for tool in tools {

@@ -4,40 +4,70 @@
 #![allow(deprecated)] // resources/subscribe and logging/setLevel: still forwarded for old hosts.
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerConfig, ServerPeerInfo, SetLevelRequestParams,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    ReadResourceResponse, Request, RequestOptionalParam, ServerConfig, ServerPeerInfo,
+    ServerResult, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer, ServiceError};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::Value;
 use std::sync::Arc;
 
 use super::call_keys::claim_for;
 use super::gate::Gate;
+use super::relay::Relay;
+use super::sessions::SessionId;
 
 /// One downstream session: the upstream it forwards to and the run its calls belong to.
 pub struct McpProxy {
-    upstream: Peer<RoleClient>,
+    relay: Relay,
     info: ServerConfig,
     gate: Arc<Gate>,
+    id: SessionId,
     session_run: String,
 }
 
 impl McpProxy {
-    /// A session in front of `upstream`; without `_meta` keys, its calls are one run.
-    pub fn new(upstream: Peer<RoleClient>, gate: Arc<Gate>) -> Self {
-        let info = upstream
+    /// A session in front of the relay's upstream; without `_meta` keys, its calls are one
+    /// run.
+    pub fn new(relay: Relay, gate: Arc<Gate>) -> Self {
+        let info = relay
+            .upstream()
             .peer_info()
             .map(|peer| server_config(&peer))
             .unwrap_or_default();
+        let id = uuid::Uuid::now_v7();
         Self {
-            upstream,
+            relay,
             info,
             gate,
-            session_run: format!("mcp-session-{}", uuid::Uuid::now_v7()),
+            id,
+            session_run: format!("mcp-session-{id}"),
+        }
+    }
+
+    /// Sends the host's request upstream and hands back the answer `pick` expects.
+    async fn relay<T>(
+        &self,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+        pick: impl FnOnce(ServerResult) -> Option<T>,
+    ) -> Result<T, McpError> {
+        self.relay.sessions().join(self.id, &context.peer);
+        let answer = self.relay.send(request, context).await.map_err(forwarded)?;
+        pick(answer)
+            .ok_or_else(|| McpError::internal_error("upstream: an answer of the wrong kind", None))
+    }
+}
+
+impl Drop for McpProxy {
+    fn drop(&mut self) {
+        let (relay, id) = (self.relay.clone(), self.id);
+        // The session is over: its subscriptions end (Drop cannot wait for the upstream).
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { relay.sessions().leave(id, relay.upstream()).await });
         }
     }
 }
@@ -59,9 +89,22 @@ fn forwarded(error: ServiceError) -> McpError {
     }
 }
 
+/// A paginated list request, as the host sent it.
+fn listing<M: Default, P>(params: Option<P>) -> RequestOptionalParam<M, P> {
+    RequestOptionalParam {
+        method: M::default(),
+        params,
+        extensions: Default::default(),
+    }
+}
+
 impl ServerHandler for McpProxy {
     fn get_info(&self) -> ServerConfig {
         self.info.clone()
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.relay.sessions().join(self.id, &context.peer);
     }
 
     async fn call_tool(
@@ -69,102 +112,154 @@ impl ServerHandler for McpProxy {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.relay.sessions().join(self.id, &context.peer);
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let mut meta = vec![&context.meta.0 .0];
         if let Some(own) = &request.meta {
             meta.insert(0, &own.0 .0);
         }
         let claim = claim_for(&request.name, args, &meta, &self.session_run);
-        self.gate
-            .call(&self.upstream, claim, request, context.ct.clone())
-            .await
+        self.gate.call(&self.relay, claim, request, &context).await
     }
 
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.upstream.list_tools(request).await.map_err(forwarded)
+        let request = ClientRequest::ListToolsRequest(listing(request));
+        self.relay(request, &context, |answer| match answer {
+            ServerResult::ListToolsResult(listed) => Some(listed),
+            _ => None,
+        })
+        .await
     }
 
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        self.upstream
-            .list_resources(request)
-            .await
-            .map_err(forwarded)
+        let request = ClientRequest::ListResourcesRequest(listing(request));
+        self.relay(request, &context, |answer| match answer {
+            ServerResult::ListResourcesResult(listed) => Some(listed),
+            _ => None,
+        })
+        .await
     }
 
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let templates = self.upstream.list_resource_templates(request).await;
-        templates.map_err(forwarded)
+        let request = ClientRequest::ListResourceTemplatesRequest(listing(request));
+        self.relay(request, &context, |answer| match answer {
+            ServerResult::ListResourceTemplatesResult(listed) => Some(listed),
+            _ => None,
+        })
+        .await
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let resource = self.upstream.read_resource_once(request).await;
-        resource.map_err(forwarded)
+        let request = ClientRequest::ReadResourceRequest(Request::new(request));
+        self.relay(request, &context, |answer| match answer {
+            ServerResult::ReadResourceResult(read) => Some(read.into()),
+            ServerResult::InputRequiredResult(asks) => {
+                Some(ReadResourceResponse::InputRequired(asks))
+            }
+            _ => None,
+        })
+        .await
     }
 
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        self.upstream.list_prompts(request).await.map_err(forwarded)
+        let request = ClientRequest::ListPromptsRequest(listing(request));
+        self.relay(request, &context, |answer| match answer {
+            ServerResult::ListPromptsResult(listed) => Some(listed),
+            _ => None,
+        })
+        .await
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        self.upstream
-            .get_prompt_once(request)
-            .await
-            .map_err(forwarded)
+        let request = ClientRequest::GetPromptRequest(Request::new(request));
+        self.relay(request, &context, |answer| match answer {
+            ServerResult::GetPromptResult(prompt) => Some(prompt.into()),
+            ServerResult::InputRequiredResult(asks) => Some(GetPromptResponse::InputRequired(asks)),
+            _ => None,
+        })
+        .await
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        self.upstream.complete(request).await.map_err(forwarded)
+        let request = ClientRequest::CompleteRequest(Request::new(request));
+        self.relay(request, &context, |answer| match answer {
+            ServerResult::CompleteResult(completed) => Some(completed),
+            _ => None,
+        })
+        .await
     }
 
+    /// The upstream has one log level for all sessions: the last one set wins.
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.upstream.set_level(request).await.map_err(forwarded)
+        let request = ClientRequest::SetLevelRequest(Request::new(request));
+        self.relay(request, &context, empty).await
     }
 
+    /// Subscribes upstream (again, harmlessly, if another session already did) and counts
+    /// this session among the resource's subscribers.
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.upstream.subscribe(request).await.map_err(forwarded)
+        let uri = request.uri.clone();
+        let sessions = self.relay.sessions();
+        let _changing = sessions.changing_subscriptions().await;
+        let request = ClientRequest::SubscribeRequest(Request::new(request));
+        self.relay(request, &context, empty).await?;
+        sessions.subscriptions().add(&uri, self.id);
+        Ok(())
     }
 
+    /// Unsubscribes upstream only when no other session is still subscribed.
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.upstream.unsubscribe(request).await.map_err(forwarded)
+        let sessions = self.relay.sessions();
+        let _changing = sessions.changing_subscriptions().await;
+        if !sessions.subscriptions().remove(&request.uri, self.id) {
+            return Ok(());
+        }
+        let request = ClientRequest::UnsubscribeRequest(Request::new(request));
+        self.relay(request, &context, empty).await
     }
+}
+
+/// An empty answer, as `logging/setLevel` and `resources/(un)subscribe` expect.
+fn empty(answer: ServerResult) -> Option<()> {
+    matches!(answer, ServerResult::EmptyResult(_)).then_some(())
 }

@@ -18,6 +18,7 @@ mod faults;
 mod interventions;
 mod keys_and_users;
 mod lifecycle;
+mod mcp_forwarding;
 mod mcp_proxy;
 mod metrics;
 mod openapi;

@@ -5,7 +5,7 @@
 
 use app::domain::Role;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{RoleClient, RunningService, Service};
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
@@ -41,17 +41,17 @@ mod sqlite_only {
     }
 }
 
-type Host = RunningService<RoleClient, ()>;
+pub(crate) type Host = RunningService<RoleClient, ()>;
 
 /// A real idem, an agent's key, and the file the sandbox's effects go to.
-struct Setup {
-    app: TestApp,
-    key: String,
-    effects: PathBuf,
+pub(crate) struct Setup {
+    pub(crate) app: TestApp,
+    pub(crate) key: String,
+    pub(crate) effects: PathBuf,
 }
 
 impl Setup {
-    async fn new(db: Db) -> Self {
+    pub(crate) async fn new(db: Db) -> Self {
         let app = TestApp::spawn(db).await;
         let key = app.api_key("assistant").await;
         let effects =
@@ -67,14 +67,16 @@ impl Setup {
 
     /// `idem mcp-proxy … -- idem sandbox-mcp …`, connected as a host would.
     async fn proxy(&self, extra: &[&str]) -> Host {
-        self.proxy_with_stderr(extra, Stdio::null()).await.0
+        self.proxy_for((), extra, Stdio::null()).await.0
     }
 
-    async fn proxy_with_stderr(
+    /// The same, with `handler` taking what the proxy sends of its own accord.
+    pub(crate) async fn proxy_for<H: Service<RoleClient>>(
         &self,
+        handler: H,
         extra: &[&str],
         stderr: Stdio,
-    ) -> (Host, Option<ChildStderr>) {
+    ) -> (RunningService<RoleClient, H>, Option<ChildStderr>) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_idem"));
         command
             .args(["mcp-proxy", "--idem-url", &self.app.address])
@@ -86,12 +88,15 @@ impl Setup {
             .stderr(stderr)
             .spawn()
             .unwrap();
-        let host = ().serve(transport).await.expect("the proxy speaks MCP");
+        let host = handler
+            .serve(transport)
+            .await
+            .expect("the proxy speaks MCP");
         (host, stderr)
     }
 
     /// How many times the sandbox performed `tool`.
-    fn effects_of(&self, tool: &str) -> usize {
+    pub(crate) fn effects_of(&self, tool: &str) -> usize {
         let lines = std::fs::read_to_string(&self.effects).unwrap_or_default();
         let prefix = format!("{tool} ");
         lines.lines().filter(|l| l.starts_with(&prefix)).count()
@@ -118,7 +123,7 @@ impl Setup {
     }
 
     /// The one operation of `tool`, as idem stores it.
-    async fn operation(&self, tool: &str) -> Value {
+    pub(crate) async fn operation(&self, tool: &str) -> Value {
         let agent = self.app.agent_with_key(&self.key);
         let list: Value = agent
             .get(&format!("/v1/operations?tool={tool}"))
@@ -138,7 +143,12 @@ impl Drop for Setup {
     }
 }
 
-async fn call(host: &Host, tool: &str, args: Value, meta: Option<Value>) -> CallToolResult {
+pub(crate) async fn call<H: Service<RoleClient>>(
+    host: &RunningService<RoleClient, H>,
+    tool: &str,
+    args: Value,
+    meta: Option<Value>,
+) -> CallToolResult {
     let mut params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(args.as_object().cloned().unwrap_or_default());
     if let Some(meta) = meta {
@@ -149,7 +159,7 @@ async fn call(host: &Host, tool: &str, args: Value, meta: Option<Value>) -> Call
 }
 
 /// Every text of a result, one after another.
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     let texts: Vec<&str> = result
         .content
         .iter()
@@ -362,7 +372,7 @@ async fn a_hanging_upstream_leaves_the_outcome_unknown(db: Db) {
 async fn the_proxy_warns_about_unregistered_tools(db: Db) {
     let setup = Setup::new(db).await;
     setup.register("send_email", "non_idempotent_write").await;
-    let (host, stderr) = setup.proxy_with_stderr(&[], Stdio::piped()).await;
+    let (host, stderr) = setup.proxy_for((), &[], Stdio::piped()).await;
     // The warnings come before the proxy answers the handshake; closing it ends stderr.
     host.cancel().await.unwrap();
     let mut warnings = String::new();
@@ -432,7 +442,7 @@ async fn import_registers_new_tools(db: Db) {
     }
 }
 
-mod over_http {
+pub(crate) mod over_http {
     //! The same proxy with streamable HTTP on both sides: the sandbox upstream served with
     //! `--listen`, the proxy reaching it with `--upstream-url` and serving the host with
     //! `--listen`, and rmcp's streamable-HTTP client as the host.
@@ -448,7 +458,7 @@ mod over_http {
     );
 
     /// A child process serving MCP over HTTP, killed when dropped, and its endpoint.
-    struct Served {
+    pub(crate) struct Served {
         _child: Child,
         url: String,
     }
@@ -477,14 +487,14 @@ mod over_http {
     }
 
     impl Setup {
-        async fn http_upstream(&self) -> Served {
+        pub(crate) async fn http_upstream(&self) -> Served {
             let mut args = self.sandbox_command();
             args.remove(0);
             args.extend(["--listen".into(), "127.0.0.1:0".into()]);
             serve(args).await
         }
 
-        async fn http_proxy(&self, upstream: &Served) -> Served {
+        pub(crate) async fn http_proxy(&self, upstream: &Served) -> Served {
             let args = [
                 "mcp-proxy",
                 "--idem-url",
@@ -501,8 +511,17 @@ mod over_http {
     }
 
     async fn host_of(proxy: &Served) -> Host {
+        host_with(proxy, ()).await
+    }
+
+    /// A host over HTTP, with `handler` taking what the proxy sends of its own accord.
+    pub(crate) async fn host_with<H: Service<RoleClient>>(
+        proxy: &Served,
+        handler: H,
+    ) -> RunningService<RoleClient, H> {
         let transport = StreamableHttpClientTransport::from_uri(proxy.url.as_str());
-        ().serve(transport)
+        handler
+            .serve(transport)
             .await
             .expect("the proxy speaks MCP over HTTP")
     }
