@@ -171,7 +171,7 @@ async fn measure_throughput(args: &BenchArgs, collected: &mut Collected) -> anyh
         Ok(postgres) => {
             // The schema first: pgbench runs on it before idem has opened the database.
             Database::open(postgres.url()).await?.close().await;
-            let floor = throughput::pgbench_floor(postgres.url(), args).await;
+            let floor = throughput::pgbench_floors(postgres.url(), args).await;
             match floor {
                 Ok(rows) => collected.rows.extend(rows),
                 Err(why) => collected.skip(format!("floor: pgbench claim+complete: {why}")),

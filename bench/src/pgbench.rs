@@ -144,6 +144,22 @@ pub async fn run(
     })
 }
 
+/// Turns idem's change stream trigger (`operations_announce`, which notifies inside every
+/// writing transaction) on or off on the database at `database_url`, which no idem uses yet.
+pub async fn announce_changes(database_url: &str, on: bool) -> Result<(), String> {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(database_url)
+        .await
+        .map_err(|e| format!("connecting to switch the change trigger: {e}"))?;
+    let switch = if on { "enable" } else { "disable" };
+    let sql = format!("alter table operations {switch} trigger operations_announce");
+    sqlx::query(&sql)
+        .execute(&mut conn)
+        .await
+        .map_err(|e| format!("{sql}: {e}"))?;
+    Ok(())
+}
+
 /// The script in a file of the temp folder, removed when dropped.
 pub struct ScriptFile(PathBuf);
 

@@ -31,6 +31,9 @@ pub enum Scenario {
     AxumHello,
     /// Floor: idem's claim and completion writes as plain SQL run by `pgbench` (PostgreSQL).
     PgbenchClaimComplete,
+    /// Floor: the same pgbench run with idem's `operations_announce` trigger disabled: the
+    /// writes without the change stream, whose notifications serialize commits (issue #33).
+    PgbenchUnannouncedClaimComplete,
     /// Floor: the same writes through rusqlite on one SQLite connection, one pair after
     /// another, each transaction committed with its own fsync (no group commit).
     SequentialSqliteClaimComplete,
@@ -146,6 +149,9 @@ impl Scenario {
             Scenario::StoreClaimComplete => "floor: store claim+complete",
             Scenario::AxumHello => "floor: axum hello",
             Scenario::PgbenchClaimComplete => "floor: pgbench claim+complete",
+            Scenario::PgbenchUnannouncedClaimComplete => {
+                "floor: pgbench claim+complete, changes not announced"
+            }
             Scenario::SequentialSqliteClaimComplete => "floor: sequential rusqlite claim+complete",
             Scenario::GroupedSqliteClaimComplete => "floor: grouped rusqlite claim+complete",
             Scenario::IdemNew => "idem: new claim+complete",
@@ -165,6 +171,7 @@ impl Scenario {
             Scenario::StoreClaimComplete
                 | Scenario::AxumHello
                 | Scenario::PgbenchClaimComplete
+                | Scenario::PgbenchUnannouncedClaimComplete
                 | Scenario::SequentialSqliteClaimComplete
                 | Scenario::GroupedSqliteClaimComplete
         )
@@ -177,6 +184,7 @@ impl Scenario {
             Scenario::StoreClaimComplete
             | Scenario::AxumHello
             | Scenario::PgbenchClaimComplete
+            | Scenario::PgbenchUnannouncedClaimComplete
             | Scenario::SequentialSqliteClaimComplete
             | Scenario::GroupedSqliteClaimComplete => None,
             Scenario::IdemNew | Scenario::IdemMixed => Some(Scenario::StoreClaimComplete),

@@ -38,31 +38,64 @@ pub async fn http_floor(args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// The pgbench floor on the run's PostgreSQL database, or why there is none.
-pub async fn pgbench_floor(url: &str, args: &BenchArgs) -> Result<Vec<Row>, String> {
+/// The pgbench floors on the run's PostgreSQL database: idem's writes as its schema stands,
+/// then without the change stream's trigger (restored afterwards); or why there are none.
+pub async fn pgbench_floors(url: &str, args: &BenchArgs) -> Result<Vec<Row>, String> {
     let pgbench =
         pgbench::find().ok_or("pgbench is not installed (on PATH or /usr/lib/postgresql/*/bin)")?;
     let script = pgbench::ScriptFile::write().map_err(|e| e.to_string())?;
-    let scenario = Scenario::PgbenchClaimComplete;
-    let mut rows = Vec::new();
-    for concurrency in args.concurrencies() {
-        let mut runs = Vec::with_capacity(args.runs());
-        for run in 1..=args.runs() {
-            eprint!(
-                "{} (postgres) at concurrency {concurrency}, run {run}/{}… ",
-                scenario.label(),
-                args.runs()
-            );
-            let result = pgbench::run(&pgbench, script.path(), url, concurrency, args.duration())
+    let floor = PgbenchFloor {
+        pgbench: &pgbench,
+        script: &script,
+        url,
+        args,
+    };
+    let mut rows = floor.rows(Scenario::PgbenchClaimComplete).await?;
+    pgbench::announce_changes(url, false).await?;
+    let unannounced = floor.rows(Scenario::PgbenchUnannouncedClaimComplete).await;
+    pgbench::announce_changes(url, true).await?;
+    rows.extend(unannounced?);
+    Ok(rows)
+}
+
+/// One pgbench floor's runs on the run's database.
+struct PgbenchFloor<'a> {
+    pgbench: &'a std::path::Path,
+    script: &'a pgbench::ScriptFile,
+    url: &'a str,
+    args: &'a BenchArgs,
+}
+
+impl PgbenchFloor<'_> {
+    /// The scenario's row at each concurrency, each the median of `--runs` runs.
+    async fn rows(&self, scenario: Scenario) -> Result<Vec<Row>, String> {
+        let mut rows = Vec::new();
+        for concurrency in self.args.concurrencies() {
+            let mut runs = Vec::with_capacity(self.args.runs());
+            for run in 1..=self.args.runs() {
+                eprint!(
+                    "{} (postgres) at concurrency {concurrency}, run {run}/{}… ",
+                    scenario.label(),
+                    self.args.runs()
+                );
+                let duration = self.args.duration();
+                let result = pgbench::run(
+                    self.pgbench,
+                    self.script.path(),
+                    self.url,
+                    concurrency,
+                    duration,
+                )
                 .await
                 .map_err(|e| e.to_string())?;
-            eprintln!("{:.0}/s", result.throughput);
-            runs.push(result);
+                eprintln!("{:.0}/s", result.throughput);
+                runs.push(result);
+            }
+            let engine = Some(Engine::Postgres);
+            rows.push(Row::from_runs(scenario, engine, concurrency, &runs));
         }
-        let engine = Some(Engine::Postgres);
-        rows.push(Row::from_runs(scenario, engine, concurrency, &runs));
+        Ok(rows)
     }
-    Ok(rows)
 }
 
 /// The sequential SQLite floor, on a fresh database file of its own that idem migrated;

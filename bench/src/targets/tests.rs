@@ -166,3 +166,32 @@ fn without_an_open_loop_latency_is_read_where_throughput_first_reaches_half_of_t
     assert_eq!(latency.verdict, Verdict::NotMet);
     assert!(latency.target.contains("concurrency 16"));
 }
+
+#[test]
+fn postgres_group_commit_is_read_against_the_unannounced_pgbench_floor() {
+    let postgres = Some(Engine::Postgres);
+    let new_at_64 = row(Scenario::IdemNew, postgres, 64, 3_000.0);
+    let announced = row(Scenario::PgbenchClaimComplete, postgres, 32, 1_000.0);
+    let without = targets(
+        &[new_at_64.clone(), announced.clone()],
+        &[],
+        &PeerRates::default(),
+    );
+    let target = "PostgreSQL new claim+complete at 64 ≥ 2× pgbench, changes not announced";
+    assert_eq!(find(&without, target).verdict, Verdict::NotMeasured);
+
+    let unannounced = row(
+        Scenario::PgbenchUnannouncedClaimComplete,
+        postgres,
+        32,
+        2_000.0,
+    );
+    let with = targets(
+        &[new_at_64, announced, unannounced],
+        &[],
+        &PeerRates::default(),
+    );
+    let measured = find(&with, target);
+    assert_eq!(measured.ratio, Some(1.5));
+    assert_eq!(measured.verdict, Verdict::NotMet, "3 000 < 2 × 2 000");
+}
