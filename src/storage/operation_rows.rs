@@ -48,6 +48,17 @@ pub(crate) fn list_query<'a, DB: Dialect>(
     if let Some(run_id) = &filter.run_id {
         query.push(" and run_id = ").push_value(run_id.clone());
     }
+    if let Some(since) = filter.created_since {
+        query.push(" and created_at >= ").push_value(since);
+    }
+    if let Some(until) = filter.created_until {
+        query.push(" and created_at < ").push_value(until);
+    }
+    if let Some(moment) = filter.unknown_before {
+        query
+            .push(" and status = 'unknown' and unknown_since < ")
+            .push_value(moment);
+    }
     let (past, order) = if filter.oldest_first {
         (" and id > ", " order by id asc")
     } else {

@@ -170,6 +170,12 @@ pub struct OperationFilter {
     /// Keyset pagination: only operations past this one in the chosen order (ids are
     /// UUIDv7, so they order by creation).
     pub before: Option<Uuid>,
+    /// Only operations created at or after this moment.
+    pub created_since: Option<DateTime<Utc>>,
+    /// Only operations created before this moment.
+    pub created_until: Option<DateTime<Utc>>,
+    /// Only stuck ones: `unknown` since before this moment (now minus the stuck threshold).
+    pub unknown_before: Option<DateTime<Utc>>,
 }
 
 /// A tool as registered.

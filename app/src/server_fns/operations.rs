@@ -72,6 +72,7 @@ pub async fn list_operations(
             .map_err(|_| {
                 invalid("the page cursor is not valid; start from the first page".into())
             })?,
+        ..OperationFilter::default()
     };
     let (operations, more) = ledger
         .list(&filter, PAGE_SIZE)

@@ -4,6 +4,7 @@ use app::domain::{Namespace, OperationStatus, ToolName};
 use app::ledger::{Event, Operation, OperationFilter};
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{operation_answer, operation_id, visible_namespace, OperationBody};
@@ -55,6 +56,15 @@ pub(crate) struct ListParams {
     limit: Option<String>,
     /// The `next_cursor` of the previous page; opaque.
     cursor: Option<String>,
+    /// Only operations created at or after this moment (RFC 3339).
+    #[param(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    since: Option<String>,
+    /// Only operations created before this moment (RFC 3339).
+    #[param(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    until: Option<String>,
+    /// `true`: only stuck operations, `unknown` for longer than `IDEM_STUCK_AFTER`.
+    #[param(value_type = Option<bool>)]
+    stuck: Option<String>,
 }
 
 /// A page of operations, newest first.
@@ -69,7 +79,35 @@ fn given(value: Option<String>) -> Option<String> {
     value.filter(|text| !text.is_empty())
 }
 
-fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
+/// A moment of a time-range filter, in RFC 3339.
+fn moment(value: Option<String>, name: &str) -> ApiResult<Option<DateTime<Utc>>> {
+    given(value)
+        .map(|text| {
+            DateTime::parse_from_rfc3339(&text)
+                .map(|at| at.to_utc())
+                .map_err(|e| {
+                    ApiError::bad_request(
+                        "invalid_time",
+                        format!("{name} {text:?} is not an RFC 3339 time: {e}"),
+                    )
+                })
+        })
+        .transpose()
+}
+
+/// `stuck=true` keeps the operations unknown since before `now - stuck_after`.
+fn stuck_moment(value: Option<String>, stuck_after: TimeDelta) -> ApiResult<Option<DateTime<Utc>>> {
+    match given(value).as_deref() {
+        None | Some("false") => Ok(None),
+        Some("true") => Ok(Some(Utc::now() - stuck_after)),
+        Some(other) => Err(ApiError::bad_request(
+            "invalid_stuck",
+            format!("stuck {other:?} is neither true nor false"),
+        )),
+    }
+}
+
+fn parse_list(params: ListParams, stuck_after: TimeDelta) -> ApiResult<(OperationFilter, u32)> {
     let invalid = |code: &'static str, message: &str| ApiError::bad_request(code, message);
     let (limit, before) = page::parse(params.limit.as_deref(), params.cursor.as_deref())?;
     let filter = OperationFilter {
@@ -87,6 +125,9 @@ fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
             .map_err(|e| invalid(e.code(), &e.to_string()))?,
         run_id: given(params.run_id),
         before,
+        created_since: moment(params.since, "since")?,
+        created_until: moment(params.until, "until")?,
+        unknown_before: stuck_moment(params.stuck, stuck_after)?,
         ..Default::default()
     };
     Ok((filter, limit))
@@ -105,7 +146,7 @@ fn parse_list(params: ListParams) -> ApiResult<(OperationFilter, u32)> {
             description = "A page of operations; `next_cursor` is null on the last page"),
         (status = 400, body = ErrorBody,
             description = "`invalid_limit`, `invalid_cursor`, `invalid_status`, \
-                `invalid_tool_name` or `invalid_namespace`"),
+                `invalid_tool_name`, `invalid_namespace`, `invalid_time` or `invalid_stuck`"),
     )
 )]
 pub(crate) async fn list(
@@ -113,7 +154,7 @@ pub(crate) async fn list(
     caller: Caller,
     Query(params): Query<ListParams>,
 ) -> ApiResult<AppJson<ListBody>> {
-    let (mut filter, limit) = parse_list(params)?;
+    let (mut filter, limit) = parse_list(params, state.metrics.stuck_after())?;
     if let Caller::Agent(agent) = &caller {
         if filter
             .namespace
