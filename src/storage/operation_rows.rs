@@ -56,7 +56,9 @@ pub(crate) fn list_query<'a, DB: Dialect>(
     }
     if let Some(moment) = filter.unknown_before {
         query
-            .push(" and status = 'unknown' and unknown_since < ")
+            // The gauge's rule (`metrics_sql`): rows older than `unknown_since` count from
+            // their last change.
+            .push(" and status = 'unknown' and coalesce(unknown_since, updated_at) < ")
             .push_value(moment);
     }
     let (past, order) = if filter.oldest_first {
