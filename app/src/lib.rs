@@ -9,6 +9,7 @@ mod browser;
 mod components;
 pub mod domain;
 mod error;
+pub mod operations_filter;
 mod pages;
 pub mod server_fns;
 mod shell;

@@ -56,11 +56,28 @@ pub struct OperationRow {
 impl OperationRow {
     /// Whether it has been `unknown` for longer than `stuck_after` at `now`.
     pub fn is_stuck(&self, now: DateTime<Utc>, stuck_after: StuckAfter) -> bool {
-        self.status == OperationStatus::Unknown
-            && self
-                .unknown_since
-                .is_some_and(|since| (now - since).num_seconds() > stuck_after.0)
+        // Rows unknown from before `unknown_since` was kept count from their last change, as
+        // the stuck gauge and the list's stuck filter count them.
+        let since = self.unknown_since.unwrap_or(self.updated_at);
+        self.status == OperationStatus::Unknown && (now - since).num_seconds() > stuck_after.0
     }
+}
+
+/// A moment typed into a filter form: RFC 3339, or what a `datetime-local` field sends
+/// (`2026-12-05T14:30`, seconds optional), which the form labels as UTC.
+pub fn parse_form_time(text: &str) -> Option<DateTime<Utc>> {
+    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
+        return Some(at.to_utc());
+    }
+    ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"]
+        .iter()
+        .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
+        .map(|naive| naive.and_utc())
+}
+
+/// A moment as a `datetime-local` field shows it, in UTC.
+pub fn form_time_value(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S").to_string()
 }
 
 /// A person's decision on an operation.
@@ -245,6 +262,24 @@ mod tests {
     use super::*;
     use chrono::{Duration, TimeZone};
 
+    #[test]
+    fn form_times_are_rfc_3339_or_datetime_local_in_utc() {
+        let at = Utc.with_ymd_and_hms(2026, 12, 5, 14, 30, 0).unwrap();
+        for text in [
+            "2026-12-05T14:30",
+            "2026-12-05T14:30:00",
+            "2026-12-05T14:30:00Z",
+            "2026-12-05T15:30:00+01:00",
+        ] {
+            assert_eq!(parse_form_time(text), Some(at), "{text}");
+        }
+        for text in ["", "yesterday", "2026-12-05", "2026-13-05T14:30", "14:30"] {
+            assert_eq!(parse_form_time(text), None, "{text}");
+        }
+        assert_eq!(form_time_value(at), "2026-12-05T14:30:00");
+        assert_eq!(parse_form_time(&form_time_value(at)), Some(at));
+    }
+
     fn row(
         status: OperationStatus,
         unknown_for: Option<Duration>,
@@ -277,6 +312,9 @@ mod tests {
         assert!(row(unknown, Some(threshold + Duration::seconds(1)), now).is_stuck(now, after));
         assert!(!row(unknown, Some(threshold), now).is_stuck(now, after));
         assert!(!row(unknown, None, now).is_stuck(now, after));
+        let mut legacy = row(unknown, None, now);
+        legacy.updated_at = now - threshold - Duration::seconds(1);
+        assert!(legacy.is_stuck(now, after), "counts from its last change");
         let long_ago = Some(Duration::days(1));
         assert!(!row(OperationStatus::Pending, long_ago, now).is_stuck(now, after));
         assert!(!row(OperationStatus::Succeeded, long_ago, now).is_stuck(now, after));

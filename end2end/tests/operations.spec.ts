@@ -252,3 +252,50 @@ test('a long trail shows its newest events and the earlier ones on request', asy
   await expect(page.getByRole('button', { name: 'Show earlier events' })).toHaveCount(0);
   expect(errors).toEqual([]);
 });
+
+test('operations filter by creation time and stuck, and export the filtered rows as CSV', async ({ page }) => {
+  const errors = consoleErrors(page);
+  const { api, namespace } = await agentApi();
+  const tool = unique('export');
+  const keys = [unique('order-x'), unique('order-y')];
+  for (const key of keys) {
+    const answer = await api.post('/v1/operations', { data: { tool, key, args: { order: key } } });
+    expect(answer.status(), await answer.text()).toBe(201);
+  }
+
+  await signIn(page, admin.username, admin.password);
+  await openHydrated(page, `/operations?namespace=${namespace}`);
+  const rows = page.locator('table.operations tbody tr');
+  await expect(rows).toHaveCount(2);
+
+  // An hour ago, as the field (labelled UTC) takes it.
+  const hourAgo = new Date(Date.now() - 3_600_000).toISOString().slice(0, 19);
+  await page.getByLabel('Created from (UTC)').fill(hourAgo);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect(page).toHaveURL(/since=/);
+  await expect(rows).toHaveCount(2);
+  await page.getByLabel('Created before (UTC)').fill(hourAgo);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect(page.getByText('No operations match this filter')).toBeVisible();
+  await page.getByLabel('Created before (UTC)').fill('');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect(rows).toHaveCount(2);
+
+  const download = page.waitForEvent('download');
+  await page.getByRole('link', { name: 'Export CSV' }).click();
+  const file = await (await download).path();
+  const lines = (await import('node:fs')).readFileSync(file, 'utf8').trim().split(/\r?\n/);
+  expect(lines[0]).toMatch(/^id,namespace,tool,effect,key,status,/);
+  expect(lines).toHaveLength(3);
+  expect(lines[1]).toContain(keys[1]);
+  expect(lines[2]).toContain(keys[0]);
+
+  // Fresh operations are not stuck: the stuck filter keeps none of them.
+  await page.getByLabel('Stuck only').check();
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect(page).toHaveURL(/stuck=true/);
+  await expect(page.getByText('No operations match this filter')).toBeVisible();
+  await expect(page.getByLabel('Stuck only')).toBeChecked();
+  expect(errors).toEqual([]);
+  await api.dispose();
+});

@@ -630,10 +630,10 @@ impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
         filter: &OperationFilter,
         limit: u32,
     ) -> Result<Vec<Operation>, StoreError> {
-        let mut query = list_query::<B::Db>(filter, limit);
-        let rows: Vec<OperationRow> = B::Db::build_query_as(&mut query)
-            .rows(&mut *self.0.read_connection().await?)
-            .await?;
+        let mut conn = self.0.read_connection().await?;
+        let now = B::Db::now(&mut conn).await?;
+        let mut query = list_query::<B::Db>(filter, limit, now);
+        let rows: Vec<OperationRow> = B::Db::build_query_as(&mut query).rows(&mut *conn).await?;
         rows.into_iter().map(Operation::try_from).collect()
     }
 

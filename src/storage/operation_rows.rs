@@ -27,9 +27,11 @@ pub const OPERATION_COLUMNS: &str = "id, namespace, key, key_source, tool, effec
 /// conditions: a generic `($1 is null or status = $1)` would keep SQLite (which plans once per
 /// text) from using any index but the primary key's, walking operations newest first until
 /// enough match — seconds at a million operations when few do.
+/// `now` is the database's time, from which the stuck filter counts.
 pub(crate) fn list_query<'a, DB: Dialect>(
     filter: &'a OperationFilter,
     limit: u32,
+    now: DateTime<Utc>,
 ) -> QueryBuilder<'a, DB> {
     let mut query = QueryBuilder::new(format!(
         "select {OPERATION_COLUMNS} from operations where true"
@@ -54,12 +56,12 @@ pub(crate) fn list_query<'a, DB: Dialect>(
     if let Some(until) = filter.created_until {
         query.push(" and created_at < ").push_value(until);
     }
-    if let Some(moment) = filter.unknown_before {
+    if let Some(stuck_after) = filter.unknown_longer_than {
         query
             // The gauge's rule (`metrics_sql`): rows older than `unknown_since` count from
             // their last change.
             .push(" and status = 'unknown' and coalesce(unknown_since, updated_at) < ")
-            .push_value(moment);
+            .push_value(now - stuck_after);
     }
     let (past, order) = if filter.oldest_first {
         (" and id > ", " order by id asc")

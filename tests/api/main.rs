@@ -22,6 +22,7 @@ mod mcp_forwarding;
 mod mcp_proxy;
 mod metrics;
 mod openapi;
+mod operation_export;
 mod operation_filters;
 mod operations;
 mod outage;

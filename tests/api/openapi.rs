@@ -25,6 +25,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/operations"),
     ("get", "/v1/operations"),
     ("get", "/v1/operations/changes"),
+    ("get", "/v1/operations/export"),
     ("get", "/v1/operations/{id}"),
     ("get", "/v1/operations/{id}/events"),
     ("post", "/v1/operations/{id}/complete"),

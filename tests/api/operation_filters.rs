@@ -15,6 +15,24 @@ on_both_databases!(
     bad_time_or_stuck_values_are_400_and_change_nothing,
 );
 
+/// Claims a refund of `order`, reports its outcome unknown, and moves that `minutes` back;
+/// returns the operation's id.
+pub(crate) async fn unknown_for_minutes(
+    app: &TestApp,
+    db: Db,
+    agent: &Client,
+    order: &str,
+    minutes: i64,
+) -> String {
+    let (id, token, _) = agent.start(&refund(order, 100)).await;
+    let marked = agent
+        .mark_unknown(&id, &json!({ "lease_token": token }))
+        .await;
+    assert_eq!(marked.status(), 200);
+    last_updated_minutes_ago(app.database.url(), db, &id, minutes).await;
+    id
+}
+
 /// The keys of a listing, newest first.
 async fn keys(client: &Client, query: &str) -> Vec<String> {
     let response = client.get(&format!("/v1/operations{query}")).await;
@@ -75,27 +93,29 @@ async fn the_list_keeps_the_operations_created_in_the_time_range(db: Db) {
 async fn the_stuck_filter_keeps_the_unknowns_older_than_the_threshold(db: Db) {
     let app = TestApp::spawn(db).await;
     let shop = app.agent("shop").await;
-    for (order, minutes) in [("stuck", 20), ("fresh", 5)] {
-        let (id, token, _) = shop.start(&refund(order, 100)).await;
-        let marked = shop
-            .mark_unknown(&id, &json!({ "lease_token": token }))
-            .await;
-        assert_eq!(marked.status(), 200);
-        last_updated_minutes_ago(app.database.url(), db, &id, minutes).await;
-    }
+    unknown_for_minutes(&app, db, &shop, "stuck", 20).await;
+    unknown_for_minutes(&app, db, &shop, "fresh", 5).await;
+    // Unknown before `unknown_since` was recorded: it counts from its last change.
+    let legacy = unknown_for_minutes(&app, db, &shop, "legacy", 0).await;
+    let sql = "update operations set updated_at = $1, unknown_since = null where id = $2";
+    let long_ago = Utc::now() - TimeDelta::minutes(30);
+    assert_eq!(
+        execute_on(app.database.url(), db, sql, long_ago, &legacy).await,
+        1
+    );
     shop.start(&refund("running", 100)).await;
     let viewer = app.person(Role::Viewer).await;
 
+    let stuck = ["refund:legacy", "refund:stuck"];
     assert_eq!(
         keys(&viewer, "?stuck=true").await,
-        ["refund:stuck"],
-        "unknown for 20 minutes, past the default 15"
+        stuck,
+        "unknown for 20 and 30 minutes, past the default 15"
     );
-    assert_eq!(keys(&viewer, "?stuck=false").await.len(), 3);
-    assert_eq!(
-        keys(&shop, "?stuck=true&namespace=shop").await,
-        ["refund:stuck"]
-    );
+    let gauge = viewer.metrics_body("").await["stuck_unknown"].clone();
+    assert_eq!(gauge, json!(stuck.len()), "the list and the gauge agree");
+    assert_eq!(keys(&viewer, "?stuck=false").await.len(), 4);
+    assert_eq!(keys(&shop, "?stuck=true&namespace=shop").await, stuck);
     let other = app.agent("billing").await;
     assert!(keys(&other, "?stuck=true").await.is_empty());
 }

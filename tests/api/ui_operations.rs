@@ -5,12 +5,17 @@
 use app::domain::Role;
 use serde_json::{json, Value};
 
+use chrono::{TimeDelta, Utc};
+
 use crate::helpers::{Client, Db, TestApp};
+use crate::metrics::execute_on;
 use crate::on_both_databases;
+use crate::operation_filters::unknown_for_minutes;
 
 on_both_databases!(
     the_operations_table_is_filtered_by_the_query_string,
     a_bad_filter_answers_400_with_the_server_message,
+    the_table_filters_by_time_range_and_stuck_and_links_its_export,
     the_operation_page_renders_whole_every_time_and_an_unknown_one_is_404,
     the_unknowns_page_says_when_more_wait_than_it_shows,
 );
@@ -66,6 +71,58 @@ async fn a_bad_filter_answers_400_with_the_server_message(db: Db) {
     let (status, html) = page(&viewer, "/operations?status=bogus").await;
     assert_eq!(status, 400);
     assert!(html.contains("status must be one of"), "{html}");
+}
+
+async fn the_table_filters_by_time_range_and_stuck_and_links_its_export(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let agent = app.agent("shop").await;
+    unknown_for_minutes(&app, db, &agent, "stuck-one", 20).await;
+    let old = claim(&agent, "created-long-ago").await;
+    let long_ago = Utc::now() - TimeDelta::days(2);
+    let sql = "update operations set created_at = $1 where id = $2";
+    assert_eq!(
+        execute_on(app.database.url(), db, sql, long_ago, &old).await,
+        1
+    );
+    claim(&agent, "fresh-one").await;
+    let viewer = app.person(Role::Viewer).await;
+
+    let (status, html) = page(&viewer, "/operations?stuck=true").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("refund:stuck-one"), "{html}");
+    assert!(!html.contains("fresh-one") && !html.contains("created-long-ago"));
+    assert!(
+        html.contains(r#"name="stuck""#) && html.contains("checked"),
+        "{html}"
+    );
+
+    // A `datetime-local` value, read as UTC, and shown back in the form.
+    let day_ago = (Utc::now() - TimeDelta::days(1)).format("%Y-%m-%dT%H:%M:%S");
+    let (_, html) = page(&viewer, &format!("/operations?since={day_ago}")).await;
+    assert!(
+        html.contains("fresh-one") && html.contains("stuck-one"),
+        "{html}"
+    );
+    assert!(!html.contains("created-long-ago"), "{html}");
+    assert!(
+        html.contains(&format!(
+            r#"name="since" type="datetime-local" step="1" value="{day_ago}""#
+        )),
+        "{html}"
+    );
+    let (_, html) = page(&viewer, &format!("/operations?until={day_ago}")).await;
+    assert!(html.contains("created-long-ago") && !html.contains("fresh-one"));
+    let export = format!("/v1/operations/export?since={day_ago}Z").replace(':', "%3A");
+    assert!(html.contains("Export CSV"), "{html}");
+    let (_, html) = page(&viewer, &format!("/operations?since={day_ago}")).await;
+    assert!(
+        html.contains(&export),
+        "the export link keeps the filter: {html}"
+    );
+
+    let (status, html) = page(&viewer, "/operations?until=tomorrow").await;
+    assert_eq!(status, 400);
+    assert!(html.contains("is not a date and time"), "{html}");
 }
 
 async fn the_operation_page_renders_whole_every_time_and_an_unknown_one_is_404(db: Db) {

@@ -2,7 +2,7 @@
 //! `decide_report`) inside a transaction that holds the key or the operation, and commits
 //! the decision's writes and state-changing events together.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use uuid::Uuid;
 
 use super::claim::{Claim, Fresh};
@@ -174,8 +174,9 @@ pub struct OperationFilter {
     pub created_since: Option<DateTime<Utc>>,
     /// Only operations created before this moment.
     pub created_until: Option<DateTime<Utc>>,
-    /// Only stuck ones: `unknown` since before this moment (now minus the stuck threshold).
-    pub unknown_before: Option<DateTime<Utc>>,
+    /// Only stuck ones: `unknown` for longer than this, by the database's clock (as the
+    /// stuck gauge counts them).
+    pub unknown_longer_than: Option<TimeDelta>,
 }
 
 /// A tool as registered.

@@ -9,87 +9,9 @@ use crate::components::{
     CopyText, EffectBadge, EmptyState, ErrorNote, Frame, RelativeTime, StatusBadge,
 };
 use crate::domain::OperationStatus;
+use crate::operations_filter::OperationsFilter;
 use crate::server_fns::{list_operations, OperationsPage as Page};
 use crate::views::{OperationRow, StuckAfter};
-
-/// What the table is filtered by, as the query string holds it (empty: any).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OperationsFilter {
-    pub status: String,
-    pub tool: String,
-    pub namespace: String,
-    pub run_id: String,
-    /// A part of the idempotency key.
-    pub key: String,
-}
-
-impl OperationsFilter {
-    /// The query parameters, in the order they appear in a link.
-    const NAMES: [&'static str; 5] = ["status", "tool", "namespace", "run_id", "key"];
-
-    /// Reads the filter from query parameters (`get` returns a parameter's value).
-    pub fn from_query(get: impl Fn(&str) -> Option<String>) -> Self {
-        let read = |name: &str| get(name).map(|v| v.trim().to_owned()).unwrap_or_default();
-        Self {
-            status: read("status"),
-            tool: read("tool"),
-            namespace: read("namespace"),
-            run_id: read("run_id"),
-            key: read("key"),
-        }
-    }
-
-    fn values(&self) -> [&str; 5] {
-        [
-            &self.status,
-            &self.tool,
-            &self.namespace,
-            &self.run_id,
-            &self.key,
-        ]
-    }
-
-    /// Whether nothing is filtered.
-    pub fn is_empty(&self) -> bool {
-        self.values().iter().all(|value| value.is_empty())
-    }
-
-    /// The `/operations` link for this filter, on the page after `cursor` if given. Empty
-    /// fields are left out, so links stay short.
-    pub fn href(&self, cursor: Option<&str>) -> String {
-        let pairs: Vec<String> = Self::NAMES
-            .iter()
-            .zip(self.values())
-            .map(|(name, value)| (*name, value))
-            .chain(cursor.map(|c| ("cursor", c)))
-            .filter(|(_, value)| !value.is_empty())
-            .map(|(name, value)| format!("{name}={}", encode_query_value(value)))
-            .collect();
-        if pairs.is_empty() {
-            "/operations".to_owned()
-        } else {
-            format!("/operations?{}", pairs.join("&"))
-        }
-    }
-}
-
-/// Percent-encodes a query value (unreserved characters stay, a space becomes `+`).
-fn encode_query_value(value: &str) -> String {
-    value
-        .bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (byte as char).to_string()
-            }
-            b' ' => "+".to_owned(),
-            other => format!("%{other:02X}"),
-        })
-        .collect()
-}
-
-fn optional(text: String) -> Option<String> {
-    (!text.is_empty()).then_some(text)
-}
 
 #[component]
 pub fn OperationsPage() -> impl IntoView {
@@ -110,17 +32,7 @@ fn Operations() -> impl IntoView {
     let cursor = Memo::new(move |_| query.read().get("cursor").filter(|c| !c.is_empty()));
     let page = Resource::new(
         move || (filter.get(), cursor.get()),
-        |(filter, cursor)| {
-            list_operations(
-                optional(filter.status),
-                optional(filter.tool),
-                optional(filter.namespace),
-                optional(filter.run_id),
-                optional(filter.key),
-                cursor,
-                false,
-            )
-        },
+        |(filter, cursor)| list_operations(filter, cursor, false),
     );
 
     view! {
@@ -146,6 +58,10 @@ fn Operations() -> impl IntoView {
 #[component]
 fn FilterForm(filter: OperationsFilter) -> impl IntoView {
     let chosen = filter.status.clone();
+    let since = OperationsFilter::time_field_value(&filter.since);
+    let until = OperationsFilter::time_field_value(&filter.until);
+    let export = filter.export_href();
+    let stuck_only = filter.stuck_only();
     view! {
         <Form method="GET" action="/operations" attr:class="filters" attr:aria-label="Filter operations">
             <label>
@@ -172,9 +88,22 @@ fn FilterForm(filter: OperationsFilter) -> impl IntoView {
             </label>
             <label>"Run id" <input name="run_id" value=filter.run_id /></label>
             <label>"Key contains" <input name="key" type="search" value=filter.key /></label>
+            <label>
+                "Created from (UTC)"
+                <input name="since" type="datetime-local" step="1" value=since />
+            </label>
+            <label>
+                "Created before (UTC)"
+                <input name="until" type="datetime-local" step="1" value=until />
+            </label>
+            <label class="checkbox">
+                <input name="stuck" type="checkbox" value="true" checked=stuck_only />
+                "Stuck only"
+            </label>
             <div class="filter-buttons">
                 <button type="submit">"Filter"</button>
                 <A href="/operations" attr:class="clear">"Clear"</A>
+                <a href=export download rel="external">"Export CSV"</a>
             </div>
         </Form>
     }
@@ -263,50 +192,5 @@ fn NoOperations(filtered: bool) -> impl IntoView {
             </EmptyState>
         }
         .into_any()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::OperationsFilter;
-
-    fn filter(pairs: &[(&str, &str)]) -> OperationsFilter {
-        OperationsFilter::from_query(|name| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| (*v).to_owned())
-        })
-    }
-
-    #[test]
-    fn an_empty_filter_links_to_the_bare_page() {
-        let empty = filter(&[("status", ""), ("tool", "  ")]);
-        assert!(empty.is_empty());
-        assert_eq!(empty.href(None), "/operations");
-    }
-
-    #[test]
-    fn a_filter_keeps_only_given_fields_and_adds_the_cursor() {
-        let f = filter(&[
-            ("status", "unknown"),
-            ("namespace", "support-bot"),
-            ("key", "order 12&x"),
-        ]);
-        assert!(!f.is_empty());
-        assert_eq!(
-            f.href(None),
-            "/operations?status=unknown&namespace=support-bot&key=order+12%26x"
-        );
-        assert_eq!(
-            f.href(Some("0190-ab")),
-            "/operations?status=unknown&namespace=support-bot&key=order+12%26x&cursor=0190-ab"
-        );
-    }
-
-    #[test]
-    fn query_values_are_percent_encoded() {
-        let f = filter(&[("run_id", "run/42?é")]);
-        assert_eq!(f.href(None), "/operations?run_id=run%2F42%3F%C3%A9");
     }
 }

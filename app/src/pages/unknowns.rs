@@ -4,6 +4,8 @@
 
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
+
+use crate::operations_filter::OperationsFilter;
 use leptos_router::components::A;
 use uuid::Uuid;
 
@@ -48,8 +50,11 @@ fn Unknowns() -> impl IntoView {
     let queue = Resource::new(
         || (),
         |_| {
-            let status = Some("unknown".to_owned());
-            list_operations(status, None, None, None, None, None, true)
+            let unknown = OperationsFilter {
+                status: "unknown".to_owned(),
+                ..OperationsFilter::default()
+            };
+            list_operations(unknown, None, true)
         },
     );
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::Outcome;
+use crate::operations_filter::OperationsFilter;
 use crate::views::{EventsView, OperationDetail, OperationRow, StuckAfter};
 use crate::UiError;
 
@@ -29,51 +30,19 @@ pub struct OperationsPage {
 
 /// A page of operations matching the filter (every field optional; empty means "any"),
 /// newest first, or oldest first for queues.
-#[allow(clippy::too_many_arguments)]
 #[server(prefix = "/api", endpoint = "operations")]
 pub async fn list_operations(
-    status: Option<String>,
-    tool: Option<String>,
-    namespace: Option<String>,
-    run_id: Option<String>,
-    key: Option<String>,
+    filter: OperationsFilter,
     cursor: Option<String>,
     oldest_first: bool,
 ) -> Result<OperationsPage, UiError> {
-    use crate::domain::{Namespace, OperationStatus, ToolName};
-    use crate::ledger::OperationFilter;
-
     // Services are taken before the first await: during server rendering the Leptos
     // context is only there until the fetch first yields.
     let ledger = ledger()?;
-    let stuck_after = StuckAfter::of(metrics()?.stuck_after());
+    let stuck_after = metrics()?.stuck_after();
     person_who_may(Permission::Read).await?;
-    let given = |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-    let invalid = |error: String| answer_with_status(UiError::Invalid(error));
-    let filter = OperationFilter {
-        status: given(status)
-            .map(|s| s.parse::<OperationStatus>())
-            .transpose()
-            .map_err(|e| invalid(e.to_string()))?,
-        tool: given(tool)
-            .map(ToolName::try_from)
-            .transpose()
-            .map_err(|e| invalid(e.to_string()))?,
-        namespace: given(namespace)
-            .map(Namespace::try_from)
-            .transpose()
-            .map_err(|e| invalid(e.to_string()))?,
-        run_id: given(run_id),
-        key_contains: given(key),
-        oldest_first,
-        before: given(cursor)
-            .map(|c| c.parse::<Uuid>())
-            .transpose()
-            .map_err(|_| {
-                invalid("the page cursor is not valid; start from the first page".into())
-            })?,
-        ..OperationFilter::default()
-    };
+    let filter = ledger_filter(filter, cursor, oldest_first, stuck_after)
+        .map_err(|error| answer_with_status(UiError::Invalid(error)))?;
     let (operations, more) = ledger
         .list(&filter, PAGE_SIZE)
         .await
@@ -85,7 +54,58 @@ pub async fn list_operations(
     Ok(OperationsPage {
         rows,
         next_cursor,
-        stuck_after,
+        stuck_after: StuckAfter::of(stuck_after),
+    })
+}
+
+/// The ledger's filter for the table's, or what is wrong with it.
+#[cfg(feature = "ssr")]
+fn ledger_filter(
+    filter: OperationsFilter,
+    cursor: Option<String>,
+    oldest_first: bool,
+    stuck_after: chrono::TimeDelta,
+) -> Result<crate::ledger::OperationFilter, String> {
+    use crate::domain::{Namespace, OperationStatus, ToolName};
+    use crate::views::parse_form_time;
+
+    let given = |text: String| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
+    let moment = |text: String, name: &str| {
+        given(text)
+            .map(|t| {
+                parse_form_time(&t).ok_or_else(|| format!("{name} {t:?} is not a date and time"))
+            })
+            .transpose()
+    };
+    let stuck = match filter.stuck.as_str() {
+        "" | "false" => None,
+        "true" => Some(stuck_after),
+        other => return Err(format!("stuck {other:?} is neither true nor false")),
+    };
+    Ok(crate::ledger::OperationFilter {
+        status: given(filter.status)
+            .map(|s| s.parse::<OperationStatus>())
+            .transpose()
+            .map_err(|e| e.to_string())?,
+        tool: given(filter.tool)
+            .map(ToolName::try_from)
+            .transpose()
+            .map_err(|e| e.to_string())?,
+        namespace: given(filter.namespace)
+            .map(Namespace::try_from)
+            .transpose()
+            .map_err(|e| e.to_string())?,
+        run_id: given(filter.run_id),
+        key_contains: given(filter.key),
+        created_since: moment(filter.since, "from")?,
+        created_until: moment(filter.until, "to")?,
+        unknown_longer_than: stuck,
+        oldest_first,
+        before: cursor
+            .and_then(given)
+            .map(|c| c.parse::<Uuid>())
+            .transpose()
+            .map_err(|_| "the page cursor is not valid; start from the first page".to_owned())?,
     })
 }
 

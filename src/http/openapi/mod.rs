@@ -46,6 +46,7 @@ or `500 internal_error` in that shape, a request with an API key over its rate l
         audit::list,
         operations::claim,
         operations::list,
+        operations::export,
         operations::read,
         operations::events,
         operations::changes,

@@ -3,6 +3,7 @@
 mod approvals;
 mod changes;
 mod claim;
+mod export;
 mod interventions;
 mod reads;
 mod reports;
@@ -29,6 +30,7 @@ pub(super) use approvals::{__path_approve, __path_reject, approve, reject};
 pub(super) use changes::{__path_changes, changes};
 pub(super) use claim::{__path_claim, claim};
 pub(crate) use claim::{claim_response, prefer_wait, sent_claim, ClaimBody};
+pub(super) use export::{__path_export, export};
 pub(super) use interventions::{
     __path_expire, __path_reconcile, __path_resolve, expire, reconcile, resolve,
 };
@@ -40,6 +42,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/operations", post(claim).get(list))
         .route("/v1/operations/changes", get(changes))
+        .route("/v1/operations/export", get(export))
         .route("/v1/operations/{id}", get(read))
         .route("/v1/operations/{id}/events", get(events))
         .route("/v1/operations/{id}/complete", post(complete))

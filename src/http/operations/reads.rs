@@ -44,27 +44,29 @@ pub(crate) async fn read(
 #[into_params(parameter_in = Query)]
 pub(crate) struct ListParams {
     #[param(value_type = Option<OperationStatus>)]
-    status: Option<String>,
+    pub(super) status: Option<String>,
     #[param(value_type = Option<ToolName>)]
-    tool: Option<String>,
-    run_id: Option<String>,
+    pub(super) tool: Option<String>,
+    pub(super) run_id: Option<String>,
+    /// Only operations whose key contains this text.
+    pub(super) key_contains: Option<String>,
     /// For an agent, another namespace than its own lists as empty.
     #[param(value_type = Option<Namespace>)]
-    namespace: Option<String>,
+    pub(super) namespace: Option<String>,
     /// 1 to 200, default 50.
     #[param(value_type = Option<u32>, minimum = 1, maximum = 200)]
-    limit: Option<String>,
+    pub(super) limit: Option<String>,
     /// The `next_cursor` of the previous page; opaque.
-    cursor: Option<String>,
+    pub(super) cursor: Option<String>,
     /// Only operations created at or after this moment (RFC 3339).
     #[param(value_type = Option<chrono::DateTime<chrono::Utc>>)]
-    since: Option<String>,
+    pub(super) since: Option<String>,
     /// Only operations created before this moment (RFC 3339).
     #[param(value_type = Option<chrono::DateTime<chrono::Utc>>)]
-    until: Option<String>,
+    pub(super) until: Option<String>,
     /// `true`: only stuck operations, `unknown` for longer than `IDEM_STUCK_AFTER`.
     #[param(value_type = Option<bool>)]
-    stuck: Option<String>,
+    pub(super) stuck: Option<String>,
 }
 
 /// A page of operations, newest first.
@@ -95,11 +97,11 @@ fn moment(value: Option<String>, name: &str) -> ApiResult<Option<DateTime<Utc>>>
         .transpose()
 }
 
-/// `stuck=true` keeps the operations unknown since before `now - stuck_after`.
-fn stuck_moment(value: Option<String>, stuck_after: TimeDelta) -> ApiResult<Option<DateTime<Utc>>> {
+/// `stuck=true` keeps the operations unknown for longer than `stuck_after`.
+fn stuck_filter(value: Option<String>, stuck_after: TimeDelta) -> ApiResult<Option<TimeDelta>> {
     match given(value).as_deref() {
         None | Some("false") => Ok(None),
-        Some("true") => Ok(Some(Utc::now() - stuck_after)),
+        Some("true") => Ok(Some(stuck_after)),
         Some(other) => Err(ApiError::bad_request(
             "invalid_stuck",
             format!("stuck {other:?} is neither true nor false"),
@@ -107,7 +109,10 @@ fn stuck_moment(value: Option<String>, stuck_after: TimeDelta) -> ApiResult<Opti
     }
 }
 
-fn parse_list(params: ListParams, stuck_after: TimeDelta) -> ApiResult<(OperationFilter, u32)> {
+pub(super) fn parse_list(
+    params: ListParams,
+    stuck_after: TimeDelta,
+) -> ApiResult<(OperationFilter, u32)> {
     let invalid = |code: &'static str, message: &str| ApiError::bad_request(code, message);
     let (limit, before) = page::parse(params.limit.as_deref(), params.cursor.as_deref())?;
     let filter = OperationFilter {
@@ -124,10 +129,11 @@ fn parse_list(params: ListParams, stuck_after: TimeDelta) -> ApiResult<(Operatio
             .transpose()
             .map_err(|e| invalid(e.code(), &e.to_string()))?,
         run_id: given(params.run_id),
+        key_contains: given(params.key_contains),
         before,
         created_since: moment(params.since, "since")?,
         created_until: moment(params.until, "until")?,
-        unknown_before: stuck_moment(params.stuck, stuck_after)?,
+        unknown_longer_than: stuck_filter(params.stuck, stuck_after)?,
         ..Default::default()
     };
     Ok((filter, limit))
@@ -154,28 +160,40 @@ pub(crate) async fn list(
     caller: Caller,
     Query(params): Query<ListParams>,
 ) -> ApiResult<AppJson<ListBody>> {
-    let (mut filter, limit) = parse_list(params, state.metrics.stuck_after())?;
-    if let Caller::Agent(agent) = &caller {
-        if filter
-            .namespace
-            .as_ref()
-            .is_some_and(|asked| asked != agent.namespace())
-        {
-            // Another namespace lists as empty, exactly like one with no operations.
-            return Ok(AppJson(ListBody {
-                operations: Vec::new(),
-                next_cursor: None,
-            }));
-        }
-        filter.namespace = Some(agent.namespace().clone());
-    }
-    visible_namespace(&caller)?;
+    let (filter, limit) = parse_list(params, state.metrics.stuck_after())?;
+    let Some(filter) = callers_filter(&caller, filter)? else {
+        return Ok(AppJson(ListBody {
+            operations: Vec::new(),
+            next_cursor: None,
+        }));
+    };
     let (operations, more) = state.ledger.list(&filter, limit).await?;
     let next_cursor = page::next_cursor(more, operations.last().map(|op| op.id));
     Ok(AppJson(ListBody {
         operations,
         next_cursor,
     }))
+}
+
+/// The filter narrowed to what the caller may see: an agent's own namespace. `None`: the
+/// list is empty, because an agent asked for another namespace, which lists exactly like one
+/// with no operations.
+pub(super) fn callers_filter(
+    caller: &Caller,
+    mut filter: OperationFilter,
+) -> ApiResult<Option<OperationFilter>> {
+    if let Caller::Agent(agent) = caller {
+        if filter
+            .namespace
+            .as_ref()
+            .is_some_and(|asked| asked != agent.namespace())
+        {
+            return Ok(None);
+        }
+        filter.namespace = Some(agent.namespace().clone());
+    }
+    visible_namespace(caller)?;
+    Ok(Some(filter))
 }
 
 /// A page of the audit trail.
