@@ -135,6 +135,22 @@ pub struct EventsView {
 
 #[cfg(feature = "ssr")]
 mod from_ledger {
+    impl From<crate::ledger::metrics::ToolMetrics> for super::ToolRow {
+        fn from(row: crate::ledger::metrics::ToolMetrics) -> Self {
+            Self {
+                namespace: row.namespace,
+                tool: row.tool,
+                operations: row.operations,
+                duplicates_prevented: row.duplicates_prevented,
+                failures: row.failures,
+                unknown_now: row.unknown_now,
+                stuck_unknown: row.stuck_unknown,
+                awaiting_approval: row.awaiting_approval,
+                reconciliation_p95_ms: row.reconciliation_p95_ms,
+            }
+        }
+    }
+
     use super::*;
     use crate::ledger::{Approval, Event, EventsPage, Operation, Runner};
 
@@ -239,6 +255,27 @@ pub struct OverviewView {
     pub latency_p50_ms: Option<u64>,
     pub latency_p95_ms: Option<u64>,
     pub charts: Vec<ChartView>,
+}
+
+/// One row of the overview's table by tool: a namespace's tool over the window and now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRow {
+    pub namespace: String,
+    pub tool: String,
+    pub operations: u64,
+    pub duplicates_prevented: u64,
+    pub failures: u64,
+    pub unknown_now: u64,
+    pub stuck_unknown: u64,
+    pub awaiting_approval: u64,
+    pub reconciliation_p95_ms: Option<u64>,
+}
+
+/// The overview's table by tool, and when its window starts (for links to the list).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolTable {
+    pub from: DateTime<Utc>,
+    pub rows: Vec<ToolRow>,
 }
 
 /// A chart drawn on the server, with what the browser needs for exact values on hover and

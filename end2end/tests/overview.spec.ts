@@ -80,3 +80,38 @@ test('the overview switches windows through its URL', async ({ page }) => {
   // 7 days in 6-hour buckets.
   await expect(page.locator('figure[data-chart="duplicates"] .chart-hover span')).toHaveCount(28);
 });
+
+test('the table by tool counts a namespace\'s tool and links each number to its operations', async ({ page }) => {
+  const { api, namespace } = await agentApi();
+  const tool = unique('bytool');
+  const claims = [];
+  for (const key of [unique('a'), unique('b')]) {
+    const answer = await api.post('/v1/operations', { data: { tool, key, args: { key } } });
+    expect(answer.status(), await answer.text()).toBe(201);
+    claims.push(await answer.json());
+  }
+  const failed = await api.post(`/v1/operations/${claims[0].operation.id}/complete`, {
+    data: { lease_token: claims[0].lease.token, outcome: 'failed', error: { code: 'declined', message: 'no' } },
+  });
+  expect(failed.status(), await failed.text()).toBe(200);
+
+  await signIn(page, admin.username, admin.password);
+  await page.goto('/?window=24h');
+  const row = page.locator(`table.by-tool tr[data-namespace="${namespace}"][data-tool="${tool}"]`);
+  await expect(row.locator('td[data-label="Operations"]')).toHaveText('2');
+  await expect(row.locator('td[data-label="Failures"]')).toHaveText('1');
+  await expect(row.locator('td[data-label="Failures"]')).toHaveClass(/alert/);
+  await expect(row.locator('td[data-label="Unknown now"]')).toHaveText('0');
+
+  await row.locator('td[data-label="Operations"] a').click();
+  await expect(page).toHaveURL(new RegExp(`/operations\\?.*namespace=${namespace}.*since=`));
+  await expect(page.locator('table.operations tbody tr')).toHaveCount(2);
+  await expect(page.getByLabel('Tool')).toHaveValue(tool);
+
+  await page.goBack();
+  await row.locator('td[data-label="Failures"] a').click();
+  await expect(page).toHaveURL(/status=failed/);
+  await expect(page.locator('table.operations tbody tr')).toHaveCount(1);
+  await expect(page.locator('table.operations tbody tr [data-status]')).toHaveText('failed');
+  await api.dispose();
+});

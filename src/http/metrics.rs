@@ -2,7 +2,7 @@
 //! (this process's counters in the Prometheus text format, for scrapers).
 
 use app::domain::Namespace;
-use app::ledger::metrics::{MetricsError, MetricsReport};
+use app::ledger::metrics::{MetricsError, MetricsReport, ToolsReport};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -20,6 +20,7 @@ use crate::startup::AppState;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/metrics", get(metrics))
+        .route("/v1/metrics/tools", get(tools))
         .route("/metrics", get(prometheus))
 }
 
@@ -73,28 +74,66 @@ pub(crate) async fn metrics(
     caller: Caller,
     Query(params): Query<MetricsParams>,
 ) -> ApiResult<AppJson<MetricsReport>> {
-    let window = params.window;
+    let window = params.window.as_deref();
+    let Some(namespace) = scope(&caller, params.namespace)? else {
+        return Ok(AppJson(state.metrics.empty(window)?));
+    };
+    let report = state.metrics.read(namespace.as_ref(), window).await?;
+    Ok(AppJson(report))
+}
+
+/// The namespace a caller's metrics cover (`Some(None)`: all), or `None` when an agent asked
+/// for another namespace than its own, which answers as one with no activity.
+fn scope(caller: &Caller, asked: Option<String>) -> ApiResult<Option<Option<Namespace>>> {
     // Left empty, as a form sends it, it filters nothing (as on the operations list).
-    let asked = params
-        .namespace
+    let asked = asked
         .filter(|text| !text.is_empty())
         .map(Namespace::try_from)
         .transpose()
         .map_err(|e| ApiError::bad_request("invalid_namespace", e.to_string()))?;
-    let namespace = match visible_namespace(&caller)? {
+    Ok(match visible_namespace(caller)? {
         // An agent's scope is its namespace, whatever it asks for.
-        Some(own) if asked.as_ref().is_some_and(|asked| asked != own) => {
-            let nobody = state.metrics.empty(window.as_deref())?;
-            return Ok(AppJson(nobody));
+        Some(own) if asked.as_ref().is_some_and(|asked| asked != own) => None,
+        Some(own) => Some(Some(own.clone())),
+        None => Some(asked),
+    })
+}
+
+/// Where the trouble is: one row per namespace and tool with the operations created, the
+/// duplicates prevented and the failures of the window, what is `unknown`, stuck and
+/// `awaiting_approval` now, and the p95 reconciliation latency of the window.
+#[utoipa::path(
+    get,
+    path = "/v1/metrics/tools",
+    operation_id = "read_tool_metrics",
+    tag = "metrics",
+    security(("api_key" = []), ("session" = [])),
+    params(MetricsParams),
+    responses(
+        (status = 200, body = ToolsReport,
+            description = "Rows by namespace, then tool; a pair with nothing in the window and \
+                nothing waiting has no row"),
+        (status = 400, body = ErrorBody,
+            description = "`invalid_window` or `invalid_namespace`"),
+    )
+)]
+pub(crate) async fn tools(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<MetricsParams>,
+) -> ApiResult<AppJson<ToolsReport>> {
+    let window = params.window.as_deref();
+    match scope(&caller, params.namespace)? {
+        Some(namespace) => Ok(AppJson(
+            state.metrics.read_tools(namespace.as_ref(), window).await?,
+        )),
+        None => {
+            let own = visible_namespace(&caller)?;
+            let mut nobody = state.metrics.read_tools(own, window).await?;
+            nobody.tools.clear();
+            Ok(AppJson(nobody))
         }
-        Some(own) => Some(own.clone()),
-        None => asked,
-    };
-    let report = state
-        .metrics
-        .read(namespace.as_ref(), window.as_deref())
-        .await?;
-    Ok(AppJson(report))
+    }
 }
 
 /// This process's counters and histograms in the Prometheus text format (version 0.0.4):

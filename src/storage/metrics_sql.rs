@@ -8,8 +8,9 @@
 
 use app::domain::Namespace;
 use app::ledger::metrics::{
-    assemble, minute_start, next_rollup, Gauges, KindCount, MetricsReport, MetricsStore,
-    MetricsWindow, ReconciledSample, SeriesPlan, COUNTED_KINDS,
+    assemble, assemble_tools, minute_start, next_rollup, Gauges, KindCount, MetricsReport,
+    MetricsStore, MetricsWindow, ReconciledSample, SeriesPlan, ToolCounts, ToolMetrics,
+    ToolsReport, COUNTED_KINDS,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -72,6 +73,91 @@ pub const GAUGES: &str = r#"select status, count(*) as count,
     from operations
     where retired_at is null and status in ('unknown', 'awaiting_approval') and ($2 is null or namespace = $2)
     group by status"#;
+
+/// Per namespace and tool: operations created since `$1`, failed since `$1`, and the live
+/// `unknown` (stuck: since before `$2`) and `awaiting_approval` ones, as the gauges count.
+pub const TOOL_OPERATIONS: &str = r#"select namespace, tool,
+        cast(sum(case when created_at >= $1 then 1 else 0 end) as bigint) as operations,
+        cast(sum(case when status = 'failed' and completed_at >= $1 then 1 else 0 end) as bigint) as failures,
+        cast(sum(case when retired_at is null and status = 'unknown' then 1 else 0 end) as bigint) as unknown_now,
+        cast(sum(case when retired_at is null and status = 'unknown'
+            and coalesce(unknown_since, updated_at) < $2 then 1 else 0 end) as bigint) as stuck,
+        cast(sum(case when retired_at is null and status = 'awaiting_approval' then 1 else 0 end) as bigint) as awaiting
+    from operations
+    where (created_at >= $1 or completed_at >= $1 or status in ('unknown', 'awaiting_approval'))
+        and ($3 is null or namespace = $3)
+    group by namespace, tool"#;
+
+/// Per namespace and tool: the duplicates prevented since `$1` (the kinds that make up
+/// `duplicates_prevented`).
+pub const TOOL_DUPLICATES: &str = r#"select o.namespace, o.tool, count(*) as count
+    from operation_events e join operations o on o.id = e.operation_id
+    where e.kind in ('replayed', 'in_flight_rejected', 'blocked_unknown', 'blocked_awaiting_approval')
+        and e.at >= $1 and ($2 is null or o.namespace = $2)
+    group by o.namespace, o.tool"#;
+
+/// The `reconciled` events since `$1` with their operation's namespace and tool.
+pub const TOOL_RECONCILED: &str = r#"select o.namespace, o.tool, e.detail
+    from operation_events e join operations o on o.id = e.operation_id
+    where e.kind = 'reconciled' and e.at >= $1 and ($2 is null or o.namespace = $2)"#;
+
+async fn tool_counts<DB: Dialect>(
+    conn: &mut DB::Connection,
+    plan: &SeriesPlan,
+    namespace: &Option<String>,
+) -> Result<Vec<ToolCounts>, StoreError> {
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let operations: Vec<(String, String, i64, i64, i64, i64, i64)> = DB::query_as(TOOL_OPERATIONS)
+        .param(plan.from())
+        .param(plan.stuck_before)
+        .param(namespace)
+        .rows(&mut *conn)
+        .await?;
+    let duplicates: Vec<(String, String, i64)> = DB::query_as(TOOL_DUPLICATES)
+        .param(plan.from())
+        .param(namespace)
+        .rows(&mut *conn)
+        .await?;
+    let reconciled: Vec<(String, String, Json<Value>)> = DB::query_as(TOOL_RECONCILED)
+        .param(plan.from())
+        .param(namespace)
+        .rows(&mut *conn)
+        .await?;
+    let pair = |namespace, tool| ToolMetrics {
+        namespace,
+        tool,
+        ..ToolMetrics::default()
+    };
+    let counted = |counted| ToolCounts {
+        counted,
+        reconciled_ms: Vec::new(),
+    };
+    let rows = operations.into_iter().map(
+        |(namespace, tool, operations, failures, unknown, stuck, awaiting)| {
+            counted(ToolMetrics {
+                operations: count(operations),
+                failures: count(failures),
+                unknown_now: count(unknown),
+                stuck_unknown: count(stuck),
+                awaiting_approval: count(awaiting),
+                ..pair(namespace, tool)
+            })
+        },
+    );
+    let duplicates = duplicates.into_iter().map(|(namespace, tool, n)| {
+        counted(ToolMetrics {
+            duplicates_prevented: count(n),
+            ..pair(namespace, tool)
+        })
+    });
+    let reconciled = reconciled
+        .into_iter()
+        .map(|(namespace, tool, detail)| ToolCounts {
+            counted: pair(namespace, tool),
+            reconciled_ms: detail.0["unknown_for_ms"].as_u64().into_iter().collect(),
+        });
+    Ok(rows.chain(duplicates).chain(reconciled).collect())
+}
 
 async fn watermark<DB: Dialect>(
     conn: &mut DB::Connection,
@@ -160,6 +246,26 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
         let gauges = gauges::<B::Db>(&mut conn, &plan, &namespace).await?;
         let spans = unknown_spans_sql::read::<B::Db>(&mut conn, &plan, &namespace).await?;
         Ok(assemble(&plan, &counts, &samples, &spans, gauges))
+    }
+
+    async fn tool_metrics(
+        &self,
+        namespace: Option<&Namespace>,
+        window: &MetricsWindow,
+        stuck_after: TimeDelta,
+    ) -> Result<ToolsReport, StoreError> {
+        // Replays are counted: see this process's so far.
+        self.0.quiet_events().flush().await;
+        let mut conn = self.0.read_connection().await?;
+        let plan = SeriesPlan::new(window.clone(), B::Db::now(&mut conn).await?, stuck_after);
+        let namespace = namespace.map(|n| n.to_string());
+        let counts = tool_counts::<B::Db>(&mut conn, &plan, &namespace).await?;
+        Ok(ToolsReport {
+            window: window.to_string(),
+            from: plan.from(),
+            stuck_after_seconds: u64::try_from(stuck_after.num_seconds()).unwrap_or(0),
+            tools: assemble_tools(counts),
+        })
     }
 
     async fn roll_up(&self) -> Result<u64, StoreError> {

@@ -41,6 +41,7 @@ mod sessions;
 mod sign_in_throttle;
 mod stuck;
 mod supervision;
+mod tool_metrics;
 mod ui;
 mod ui_admin;
 mod ui_operations;

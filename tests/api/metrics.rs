@@ -58,16 +58,16 @@ fn wire(key: &str) -> Value {
 }
 
 /// The operations of the mix, by what became of them.
-struct Mix {
-    unknown_old: String,
-    unknown_new: String,
+pub(crate) struct Mix {
+    pub(crate) unknown_old: String,
+    pub(crate) unknown_new: String,
 }
 
 /// Drives a known mix over HTTP for the agent of `shop`, and one replay for `other`:
 /// replays 2 + 1, in-flight 1, blocked unknown 1, blocked awaiting approval 1, mismatch 1;
 /// an operator resolves one `unknown` operation of `shop` and expires its completed one;
 /// two operations stay `unknown`, one `awaiting_approval`.
-async fn drive_mix(app: &TestApp, shop: &Client, other: &Client) -> Mix {
+pub(crate) async fn drive_mix(app: &TestApp, shop: &Client, other: &Client) -> Mix {
     let admin = app.person(Role::Admin).await;
     let irreversible = admin
         .put_tool("wire", &json!({ "effect": "irreversible" }))
@@ -157,7 +157,7 @@ fn event(operation: &str, kind: EventKind, actor: &str, detail: Value) -> Event 
 /// Written as events, so the percentiles have known values (1.2 s and 0.3 s) and the mix
 /// needs no provider: a found and a not-found reconciliation and a failed lookup. The real
 /// path (sandbox provider, background reconciler) is `a_reconciliation_is_counted_with_its_latency`.
-async fn append_reconciliations(app: &TestApp, mix: &Mix) {
+pub(crate) async fn append_reconciliations(app: &TestApp, mix: &Mix) {
     let events = [
         event(
             &mix.unknown_old,

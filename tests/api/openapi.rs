@@ -40,6 +40,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/tools/{name}"),
     ("put", "/v1/tools/{name}"),
     ("get", "/v1/metrics"),
+    ("get", "/v1/metrics/tools"),
     ("get", "/metrics"),
     ("get", "/v1/openapi.json"),
 ];

@@ -7,6 +7,7 @@ mod not_found;
 mod operation;
 mod operations;
 mod overview;
+mod overview_tools;
 mod password;
 mod tools;
 mod unknowns;

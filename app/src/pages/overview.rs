@@ -3,8 +3,9 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
+use super::overview_tools::ToolsTable;
 use crate::components::{ErrorNote, Frame};
-use crate::server_fns::{overview, WINDOWS};
+use crate::server_fns::{overview, tools_overview, WINDOWS};
 use crate::views::{ChartView, OverviewView};
 
 #[component]
@@ -27,6 +28,7 @@ fn Overview() -> impl IntoView {
             .unwrap_or_else(|| "24h".to_owned())
     });
     let numbers = Resource::new(move || window.get(), overview);
+    let tools = Resource::new(move || window.get(), tools_overview);
 
     view! {
         <div class="heading-row">
@@ -55,6 +57,14 @@ fn Overview() -> impl IntoView {
             {move || Suspend::new(async move {
                 match numbers.await {
                     Ok(numbers) => view! { <Numbers numbers /> }.into_any(),
+                    Err(error) => view! { <ErrorNote error /> }.into_any(),
+                }
+            })}
+        </Transition>
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                match tools.await {
+                    Ok(table) => view! { <ToolsTable table /> }.into_any(),
                     Err(error) => view! { <ErrorNote error /> }.into_any(),
                 }
             })}

@@ -28,7 +28,7 @@ pub use operations::{
     ListOperations, OperationsPage, ReadEarlierEvents, ReadOperation, ReconcileOperation,
     RejectOperation, ResolveOperation, EVENTS_PAGE_SIZE, PAGE_SIZE,
 };
-pub use overview::{overview, Overview, WINDOWS};
+pub use overview::{overview, tools_overview, Overview, ToolsOverview, WINDOWS};
 pub use tools::{
     approval_name, guarantee_name, list_tools, register_tool, ListTools, RegisterTool, ToolForm,
     ToolView, EFFECTS,

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::views::OverviewView;
+use crate::views::{OverviewView, ToolTable};
 use crate::UiError;
 
 #[cfg(feature = "ssr")]
@@ -19,17 +19,45 @@ pub async fn overview(window: String) -> Result<OverviewView, UiError> {
     // Taken before the first await: the context is not there once the fetch resumes.
     let metrics = metrics()?;
     person_who_may(Permission::Read).await?;
-    if !WINDOWS.contains(&window.as_str()) {
-        return Err(answer_with_status(UiError::Invalid(format!(
-            "the window must be one of {}",
-            WINDOWS.join(", ")
-        ))));
-    }
+    checked_window(&window)?;
     let report = metrics.read(None, Some(&window)).await.map_err(|error| {
         tracing::error!(%error, "metrics failed for the overview");
         answer_with_status(UiError::Internal)
     })?;
     Ok(view_of(report))
+}
+
+/// The table by namespace and tool over `window`: what happened and what waits.
+#[server(prefix = "/api", endpoint = "overview_tools")]
+pub async fn tools_overview(window: String) -> Result<ToolTable, UiError> {
+    use crate::domain::Permission;
+
+    let metrics = metrics()?;
+    person_who_may(Permission::Read).await?;
+    checked_window(&window)?;
+    let report = metrics
+        .read_tools(None, Some(&window))
+        .await
+        .map_err(|error| {
+            tracing::error!(%error, "tool metrics failed for the overview");
+            answer_with_status(UiError::Internal)
+        })?;
+    Ok(ToolTable {
+        from: report.from,
+        rows: report.tools.into_iter().map(Into::into).collect(),
+    })
+}
+
+/// The window, if the overview offers it.
+#[cfg(feature = "ssr")]
+fn checked_window(window: &str) -> Result<(), UiError> {
+    if WINDOWS.contains(&window) {
+        return Ok(());
+    }
+    Err(answer_with_status(UiError::Invalid(format!(
+        "the window must be one of {}",
+        WINDOWS.join(", ")
+    ))))
 }
 
 #[cfg(feature = "ssr")]

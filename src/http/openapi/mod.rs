@@ -62,6 +62,7 @@ or `500 internal_error` in that shape, a request with an API key over its rate l
         tools::read,
         tools::register,
         metrics::metrics,
+        metrics::tools,
         metrics::prometheus,
         openapi_json,
     ),

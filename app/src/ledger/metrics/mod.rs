@@ -8,6 +8,7 @@
 
 mod latency;
 mod report;
+mod tools;
 mod window;
 
 pub use latency::{percentile, Latency};
@@ -15,6 +16,7 @@ pub use report::{
     assemble, Bucket, Counters, Gauges, KindCount, MetricsReport, ReconciledSample, UnknownSpan,
     COUNTED_KINDS,
 };
+pub use tools::{assemble_tools, ToolCounts, ToolMetrics, ToolsReport};
 pub use window::{
     minute_start, unix_minute, MetricsWindow, SeriesPlan, WindowError, DEFAULT_STUCK_AFTER,
     MAX_MINUTES,
@@ -55,6 +57,15 @@ pub trait MetricsStore: Send + Sync {
         window: &MetricsWindow,
         stuck_after: TimeDelta,
     ) -> Result<MetricsReport, StoreError>;
+
+    /// One row per namespace (only `namespace` when given) and tool: what happened in the
+    /// window and what waits now.
+    async fn tool_metrics(
+        &self,
+        namespace: Option<&Namespace>,
+        window: &MetricsWindow,
+        stuck_after: TimeDelta,
+    ) -> Result<ToolsReport, StoreError>;
 
     /// One roll-up round (see [`next_rollup`]); returns how many minutes it folded. Several
     /// processes may run it at once: each minute is folded once.
@@ -117,6 +128,20 @@ impl Metrics {
         Ok(self
             .store
             .metrics(namespace, &window, self.stuck_after)
+            .await?)
+    }
+
+    /// Where the trouble is over `window` (default 24h), by namespace and tool.
+    #[tracing::instrument(skip(self))]
+    pub async fn read_tools(
+        &self,
+        namespace: Option<&Namespace>,
+        window: Option<&str>,
+    ) -> Result<ToolsReport, MetricsError> {
+        let window = parse_window(window)?;
+        Ok(self
+            .store
+            .tool_metrics(namespace, &window, self.stuck_after)
             .await?)
     }
 
