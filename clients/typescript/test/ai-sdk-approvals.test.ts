@@ -61,10 +61,6 @@ function operationIn(paused: { content: ReadonlyArray<{ type: string }> }): stri
   return request!.reason!.match(/operations\/([0-9a-f-]{36})/)![1]!;
 }
 
-async function statusOf(operationId: string): Promise<string> {
-  return ((await server.asAdmin("GET", `/v1/operations/${operationId}`)) as { operation: { status: string } }).operation.status;
-}
-
 describe("the AI SDK's approval flow answered by idem", () => {
   it("pauses until an approver approves in idem, then refunds once, also when resumed twice", async () => {
     const idem = new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey() });
@@ -82,14 +78,14 @@ describe("the AI SDK's approval flow answered by idem", () => {
     const responses = await idemApprovalResponses(idem, paused.content, { keys: agent.keys });
     const approvalId = (paused.content.find((part) => part.type === "tool-approval-request") as { approvalId: string }).approvalId;
     expect(responses).toEqual([{ type: "tool-approval-response", approvalId, approved: true }]);
-    expect(await statusOf(id), "asking took no lease").toBe("approved");
+    expect(await server.statusOf(id), "asking took no lease").toBe("approved");
     expect(await server.effects(name)).toBe(0);
 
     const history = [...prompt, ...paused.response.messages];
     await agent.resume(history, responses, seen);
     expect(await server.effects(name)).toBe(1);
     expect(seen[0]).toEqual({ refundId: expect.stringMatching(/^eff_/) });
-    expect(await statusOf(id)).toBe("succeeded");
+    expect(await server.statusOf(id)).toBe("succeeded");
     // The same resumption again (a retried process): idem replays, nothing is refunded again.
     await agent.resume(history, responses, seen);
     expect(await server.effects(name)).toBe(1);

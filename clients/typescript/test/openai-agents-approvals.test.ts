@@ -44,10 +44,6 @@ async function irreversible(name: string): Promise<void> {
   await server.asAdmin("PUT", `/v1/tools/${name}`, { effect: "irreversible" });
 }
 
-async function statusOf(operationId: string): Promise<string> {
-  return ((await server.asAdmin("GET", `/v1/operations/${operationId}`)) as { operation: { status: string } }).operation.status;
-}
-
 describe("the Agents SDK's approval flow answered by idem", () => {
   it("interrupts until an approver approves in idem, then refunds once, also when resumed twice", async () => {
     const idem = new Idem({ baseUrl: server.baseUrl, apiKey: await server.newKey() });
@@ -67,14 +63,14 @@ describe("the Agents SDK's approval flow answered by idem", () => {
     await new Promise((done) => setTimeout(done, 300));
     await approver.approve(id!, "checked the order");
     expect(await deciding).toBe(0);
-    expect(await statusOf(id!), "asking took no lease").toBe("approved");
+    expect(await server.statusOf(id!), "asking took no lease").toBe("approved");
     const saved = first.state.toString();
 
     const resumed = await idem.run("oa-approve", () => runner.run(agent, first.state));
     expect(resumed.interruptions ?? []).toHaveLength(0);
     expect(await server.effects(name)).toBe(1);
     expect(seen[0]).toMatch(/eff_/);
-    expect(await statusOf(id!)).toBe("succeeded");
+    expect(await server.statusOf(id!)).toBe("succeeded");
 
     // The same resumption again (a retried process, from the state it saved): nothing is refunded again.
     const retried = await idem.run("oa-approve", async () => runner.run(agent, await RunState.fromString(agent, saved)));
@@ -136,12 +132,12 @@ describe("the Agents SDK's approval flow answered by idem", () => {
     const { agent, keys } = refundAgent(later, name, "i-5", seen);
     const state = await RunState.fromString(agent, saved);
     expect(await decideFromIdem(later, state, { keys })).toBe(0);
-    expect(await statusOf(id!)).toBe("pending");
+    expect(await server.statusOf(id!)).toBe("pending");
     await new Promise((done) => setTimeout(done, 2_500));
     // As for any guarded call whose outcome nobody knows, the error stops the run.
     await expect(runner.run(agent, state)).rejects.toThrow(/OutcomeUnknown: .* is unknown/);
     expect(await server.effects(name), "never acted on a lapsed lease").toBe(0);
-    expect(await statusOf(id!)).toBe("unknown");
+    expect(await server.statusOf(id!)).toBe("unknown");
   });
 
   it("leaves an interruption of a tool idem does not hold to the application", async () => {

@@ -111,6 +111,12 @@ export class TestServer {
     return listed.operations.map((operation) => operation.id);
   }
 
+  /** The status of operation `operationId` now, as an admin reads it. */
+  async statusOf(operationId: string): Promise<string> {
+    const read = (await this.asAdmin("GET", `/v1/operations/${operationId}`)) as { operation: { status: string } };
+    return read.operation.status;
+  }
+
   /** A side effect at the sandbox provider; without a key, every call commits a new one. */
   async act(action: string, body: unknown): Promise<{ id: string; provider_ref: string }> {
     const answer = await fetch(`${this.sandboxUrl}/actions/${action}`, {
