@@ -144,8 +144,8 @@ pub async fn run(
     })
 }
 
-/// Turns idem's change stream trigger (`operations_announce`, which notifies inside every
-/// writing transaction) on or off on the database at `database_url`, which no idem uses yet.
+/// Turns idem's change stream trigger (`operations_announce`, which notifies inside the
+/// transactions that replace a final outcome) on or off on the database at `database_url`, which no idem uses yet.
 pub async fn announce_changes(database_url: &str, on: bool) -> Result<(), String> {
     use sqlx::Connection;
     let mut conn = sqlx::PgConnection::connect(database_url)

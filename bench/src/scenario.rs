@@ -32,7 +32,7 @@ pub enum Scenario {
     /// Floor: idem's claim and completion writes as plain SQL run by `pgbench` (PostgreSQL).
     PgbenchClaimComplete,
     /// Floor: the same pgbench run with idem's `operations_announce` trigger disabled: the
-    /// writes without the change stream, whose notifications serialize commits (issue #33).
+    /// writes with no trigger at all (issue #33; the trigger no longer fires for them).
     PgbenchUnannouncedClaimComplete,
     /// Floor: the same writes through rusqlite on one SQLite connection, one pair after
     /// another, each transaction committed with its own fsync (no group commit).

@@ -8,8 +8,8 @@
 
 use app::domain::{Namespace, OperationStatus};
 use app::ledger::{
-    decide_claim, decide_report, Claim, ClaimRequest, Decision, Event, Fresh, Operation, Report,
-    ReportRefused, Write,
+    decide_claim, decide_report, Claim, ClaimRequest, Decision, Event, Fresh, Operation,
+    OperationChange, Report, ReportRefused, Write,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
@@ -176,16 +176,16 @@ impl LedgerBackend for PostgresStore {
     }
 
     /// One transaction per change: PostgreSQL commits concurrent transactions together
-    /// itself. Changes travel by the `operations_announce` trigger, so nothing is published
-    /// here.
+    /// itself. Its changes are announced to every process once it has committed.
     async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: for<'c> Fn(&'c mut PgConnection) -> Staging<'c, T> + Send + 'static,
     {
         let mut tx = self.pool.begin().await.map_err(store_error)?;
-        let (output, _announced) = work(&mut tx).await?;
+        let (output, changes) = work(&mut tx).await?;
         tx.commit().await.map_err(store_error)?;
+        self.announcer.announce(changes);
         Ok(output)
     }
 
@@ -310,7 +310,7 @@ impl LedgerBackend for PostgresStore {
         push_insert(&mut sql, operation);
         sql.push(" on conflict do nothing");
         let applied = write_alone(sql, &decision.state_events(), &self.pool).await?;
-        Ok(applied.then_some(decision))
+        Ok(self.announced(applied.then_some(decision)))
     }
 
     /// A completion (or a report of `unknown`) of a pending operation, decided from a read
@@ -338,7 +338,18 @@ impl LedgerBackend for PostgresStore {
         }
         let decision = decide_report(before.clone(), token, report, actor, now);
         let applied = write_if_unchanged(self, &before, &decision).await?;
-        Ok(applied.then_some(decision))
+        Ok(self.announced(applied.then_some(decision)))
+    }
+}
+
+impl PostgresStore {
+    /// The decision of a write committed outside `write`, once its changes are announced.
+    fn announced<T>(&self, written: Option<Decision<T>>) -> Option<Decision<T>> {
+        if let Some(decision) = &written {
+            self.announcer
+                .announce(OperationChange::of_writes(&decision.writes));
+        }
+        written
     }
 }
 

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
+use announcer::Announcer;
 use kept_members::{Membership, BEAT, FENCES_CHANNEL};
 
+mod announcer;
 mod kept_members;
 mod ledger;
 
@@ -24,6 +26,8 @@ pub struct PostgresStore {
     pool: PgPool,
     quiet_events: QuietEvents,
     changes: Changes,
+    /// Tells every process (this one too) of the changes this one commits.
+    announcer: Announcer,
     /// Only `idem serve`'s store keeps final outcomes in memory (as on SQLite).
     membership: Option<Arc<Membership>>,
 }
@@ -64,10 +68,12 @@ impl PostgresStore {
             pool.clone(),
         ));
         let quiet_events = QuietEvents::start(ledger::quiet_event_sink(pool.clone()));
+        let announcer = Announcer::start(pool.clone(), CHANGES_CHANNEL);
         Ok(Self {
             pool,
             quiet_events,
             changes,
+            announcer,
             membership,
         })
     }
@@ -143,26 +149,32 @@ async fn relay_changes(
     }
 }
 
-/// An announced operation change: the change, and the key it is of.
+/// What the `operations_announce` trigger says inside a transaction that changed an
+/// operation that was final, or retired one: the key whose kept outcome must be forgotten.
+/// The change itself is announced after the commit, with the others.
 #[derive(serde::Deserialize)]
-struct Announcement {
-    #[serde(flatten)]
-    change: OperationChange,
+struct Replaced {
+    namespace: app::domain::Namespace,
     key: IdempotencyKey,
 }
 
+/// A notification on the changes channel: the server's array of committed changes (see
+/// `announcer`), or the trigger's object naming a replaced key.
 fn relay_change(changes: &Changes, membership: Option<&Membership>, payload: &str) {
-    match serde_json::from_str::<Announcement>(payload) {
-        Ok(Announcement { change, key }) => {
-            if let Some(membership) = membership {
-                membership.changed(&change.namespace, &key);
-            }
-            changes.publish(change);
+    if payload.starts_with('[') {
+        match serde_json::from_str::<Vec<OperationChange>>(payload) {
+            Ok(announced) => announced.into_iter().for_each(|c| changes.publish(c)),
+            Err(error) => tracing::warn!(%error, "ignoring malformed operation changes"),
         }
+        return;
+    }
+    let Some(membership) = membership else {
+        return;
+    };
+    match serde_json::from_str::<Replaced>(payload) {
+        Ok(Replaced { namespace, key }) => membership.changed(&namespace, &key),
         Err(error) => {
-            if let Some(membership) = membership {
-                membership.changed_unknown();
-            }
+            membership.changed_unknown();
             tracing::warn!(%error, "ignoring a malformed operation change");
         }
     }
@@ -203,6 +215,7 @@ impl crate::storage::backend::SqlBackend for PostgresStore {
 
     async fn close(&self) {
         self.quiet_events.flush().await;
+        self.announcer.flush().await;
         if let Some(membership) = &self.membership {
             membership.leave(&self.pool).await;
         }
