@@ -7,8 +7,8 @@ use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 
 use crate::components::Hydrated;
 use crate::pages::{
-    AdminPage, ApprovalPage, ApprovalsPage, LoginPage, NotFound, OperationPage, OperationsPage, OverviewPage,
-    PasswordPage, ToolsPage, UnknownsPage,
+    AdminPage, ApprovalPage, ApprovalsPage, LoginPage, NotFound, OperationPage, OperationsPage,
+    OverviewPage, PasswordPage, ToolsPage, UnknownsPage,
 };
 
 /// The whole document, rendered on the server around the app.

@@ -4,11 +4,11 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 
+use super::approval::run_label;
 use crate::components::{
     show_changes_when, use_viewer, ConfirmButton, CopyText, EffectBadge, EmptyState, ErrorNote,
     FieldList, Frame, Reason, RelativeTime,
 };
-use super::approval::run_label;
 use crate::domain::Permission;
 use crate::server_fns::{approval_queue, ApprovalRequest, ApproveOperation, RejectOperation};
 

@@ -123,5 +123,9 @@ pub async fn waiting_approvals() -> Result<u32, UiError> {
         .await
         .map_err(answer_with_status)?;
     let counted = u32::try_from(operations.len()).unwrap_or(WAITING_SHOWN_UP_TO);
-    Ok(if more { WAITING_SHOWN_UP_TO + 1 } else { counted })
+    Ok(if more {
+        WAITING_SHOWN_UP_TO + 1
+    } else {
+        counted
+    })
 }

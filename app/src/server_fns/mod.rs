@@ -19,8 +19,8 @@ pub use admin::{
     RevokeApiKey, UpdateUser,
 };
 pub use approvals::{
-    approval_queue, read_approval, waiting_approvals, ApprovalDetail, ApprovalQueue, ApprovalRequest,
-    ReadApproval, WAITING_SHOWN_UP_TO,
+    approval_queue, read_approval, waiting_approvals, ApprovalDetail, ApprovalQueue,
+    ApprovalRequest, ReadApproval, WAITING_SHOWN_UP_TO,
 };
 pub use auth::{
     change_password, current_user, login, logout, ChangePassword, CurrentUser, Login, Logout,
