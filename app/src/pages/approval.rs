@@ -40,9 +40,13 @@ pub fn ApprovalPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match approval.await {
-                    Ok(Some(detail)) => view! { <Frame><Approval detail /></Frame> }.into_any(),
+                    Ok(Some(detail)) => {
+                        view! { <Frame><Approval detail=detail.clone() /></Frame> }.into_any()
+                    }
                     Ok(None) | Err(UiError::NotFound(_)) => view! { <NotFound /> }.into_any(),
-                    Err(error) => view! { <Frame><ErrorNote error /></Frame> }.into_any(),
+                    Err(error) => {
+                        view! { <Frame><ErrorNote error=error.clone() /></Frame> }.into_any()
+                    }
                 }
             })}
         </Transition>
@@ -56,14 +60,20 @@ fn Approval(detail: ApprovalDetail) -> impl IntoView {
     let id = row.id;
     let waiting = row.status == OperationStatus::AwaitingApproval;
     let may_decide = waiting && use_viewer().may(Permission::Approve);
+    let run = run_label(&row);
+    let has_run = row.run_id.is_some();
+    let tool = row.tool.clone();
 
-    view! {
+    let heading = view! {
         <div class="heading-row">
             <h1 class="operation-title">
                 "Approve " {row.tool.clone()} "? " <StatusBadge status=row.status />
             </h1>
             <A href="/approvals">"← All approvals"</A>
         </div>
+    };
+    // Erased types: the page's full view type is too deep for the server crate's compiler.
+    let card = view! {
         <article class="card approval" data-morph-key=id.to_string()>
             <header class="approval-head">
                 <strong class="tool">{row.tool.clone()}</strong>
@@ -76,7 +86,7 @@ fn Approval(detail: ApprovalDetail) -> impl IntoView {
                 <dt>"Key"</dt>
                 <dd><CopyText text=row.key.clone() label="key" /></dd>
                 <dt>"Run"</dt>
-                <dd>{run_label(&row)}</dd>
+                <dd>{run}</dd>
                 <dt>"Requested"</dt>
                 <dd><RelativeTime at=row.created_at /></dd>
                 <dt>"Approval expires"</dt>
@@ -90,11 +100,13 @@ fn Approval(detail: ApprovalDetail) -> impl IntoView {
             <h2 class="args-title">"Arguments"</h2>
             <FieldList value=request.args />
             <Show when=move || may_decide>
-                <Decision id tool=row.tool.clone() />
+                <Decision id tool=tool.clone() />
             </Show>
         </article>
-        <EarlierInRun earlier has_run=row.run_id.is_some() />
     }
+    .into_any();
+    let earlier = view! { <EarlierInRun earlier has_run /> }.into_any();
+    view! { {heading} {card} {earlier} }
 }
 
 /// `run · step n`, the run alone, or a dash when the agent named no run.
