@@ -22,6 +22,17 @@ pub struct ApprovalRequest {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+#[cfg(feature = "ssr")]
+impl From<&crate::ledger::Operation> for ApprovalRequest {
+    fn from(operation: &crate::ledger::Operation) -> Self {
+        Self {
+            row: OperationRow::from(operation),
+            args: operation.args.clone(),
+            expires_at: operation.approval_expires_at,
+        }
+    }
+}
+
 /// The first page of operations awaiting approval, oldest first.
 #[server(prefix = "/api", endpoint = "approval_queue")]
 pub async fn approval_queue() -> Result<Vec<ApprovalRequest>, UiError> {
@@ -39,14 +50,7 @@ pub async fn approval_queue() -> Result<Vec<ApprovalRequest>, UiError> {
         .list(&filter, super::PAGE_SIZE)
         .await
         .map_err(answer_with_status)?;
-    Ok(operations
-        .iter()
-        .map(|operation| ApprovalRequest {
-            row: OperationRow::from(operation),
-            args: operation.args.clone(),
-            expires_at: operation.approval_expires_at,
-        })
-        .collect())
+    Ok(operations.iter().map(ApprovalRequest::from).collect())
 }
 
 /// One request for approval as its page shows it: the request and what the same run did
@@ -93,11 +97,7 @@ pub async fn read_approval(id: uuid::Uuid) -> Result<ApprovalDetail, UiError> {
         None => Vec::new(),
     };
     Ok(ApprovalDetail {
-        request: ApprovalRequest {
-            row: OperationRow::from(&operation),
-            args: operation.args.clone(),
-            expires_at: operation.approval_expires_at,
-        },
+        request: ApprovalRequest::from(&operation),
         earlier,
     })
 }
