@@ -7,8 +7,8 @@ use leptos_router::{ParamSegment, SsrMode, StaticSegment};
 
 use crate::components::Hydrated;
 use crate::pages::{
-    AdminPage, ApprovalsPage, LoginPage, NotFound, OperationPage, OperationsPage, OverviewPage,
-    PasswordPage, ToolsPage, UnknownsPage,
+    AdminPage, ApprovalPage, ApprovalsPage, LoginPage, NotFound, OperationPage, OperationsPage,
+    OverviewPage, PasswordPage, ToolsPage, UnknownsPage,
 };
 
 /// The whole document, rendered on the server around the app.
@@ -52,6 +52,11 @@ pub fn App() -> impl IntoView {
                     ssr=SsrMode::Async
                 />
                 <Route path=StaticSegment("approvals") view=ApprovalsPage ssr=SsrMode::Async />
+                <Route
+                    path=(StaticSegment("approvals"), ParamSegment("id"))
+                    view=ApprovalPage
+                    ssr=SsrMode::Async
+                />
                 <Route path=StaticSegment("unknowns") view=UnknownsPage ssr=SsrMode::Async />
                 <Route path=StaticSegment("tools") view=ToolsPage ssr=SsrMode::Async />
                 <Route path=StaticSegment("admin") view=AdminPage ssr=SsrMode::Async />

@@ -119,11 +119,17 @@ impl ApprovalWebhook {
 
 impl Target {
     fn body(&self, operation: &Operation) -> Value {
-        let url = self
-            .public_url
-            .as_ref()
-            .map(|base| format!("{base}/operations/{}", operation.id));
-        json!({ "event": "approval_requested", "operation": operation, "url": url })
+        let page = |path: &str| {
+            self.public_url
+                .as_ref()
+                .map(|base| format!("{base}/{path}/{}", operation.id))
+        };
+        json!({
+            "event": "approval_requested",
+            "operation": operation,
+            "url": page("operations"),
+            "approval_url": page("approvals"),
+        })
     }
 }
 

@@ -20,6 +20,7 @@ on_both_databases!(
     a_receiver_that_fails_twice_gets_it_on_the_third_try,
     a_receiver_that_is_down_does_not_hold_up_the_claim,
     a_redirect_from_the_receiver_is_not_followed,
+    without_a_public_url_the_links_are_null,
 );
 
 /// A receiver whose every POST is redirected (307, which keeps the method and the body) to
@@ -175,10 +176,16 @@ pub(crate) async fn receiver(failures: usize) -> (String, Inbox) {
 
 /// An app that announces to `url`, with an irreversible tool `wire` and an agent.
 async fn announcing_app(db: Db, url: &str) -> (TestApp, Client) {
+    announcing_app_at(db, url, Some("https://idem.example/")).await
+}
+
+/// [`announcing_app`] reached at `public_url` (`IDEM_PUBLIC_URL`), or with none set.
+async fn announcing_app_at(db: Db, url: &str, public_url: Option<&str>) -> (TestApp, Client) {
     let url = url.to_owned();
+    let public_url = public_url.map(str::to_owned);
     let app = TestApp::spawn_with(db, |config| {
         config.approval_webhook_url = Some(url);
-        config.public_url = Some("https://idem.example/".into());
+        config.public_url = public_url;
     })
     .await;
     let admin = app.person(Role::Admin).await;
@@ -221,6 +228,22 @@ async fn each_new_request_for_approval_is_posted_once(db: Db) {
         body["url"],
         format!("https://idem.example/operations/{first_id}")
     );
+    assert_eq!(
+        body["approval_url"],
+        format!("https://idem.example/approvals/{first_id}")
+    );
+}
+
+async fn without_a_public_url_the_links_are_null(db: Db) {
+    let (url, inbox) = receiver(0).await;
+    let (_app, agent) = announcing_app_at(db, &url, None).await;
+    assert_eq!(agent.claim(&wire("w-1")).await.status(), 202);
+
+    let posts = inbox.wait_for_key("w-1").await;
+    let (_, body) = &posts[0];
+    assert_eq!(body["event"], "approval_requested");
+    assert!(body["url"].is_null(), "{body}");
+    assert!(body["approval_url"].is_null(), "{body}");
 }
 
 async fn a_receiver_that_fails_twice_gets_it_on_the_third_try(db: Db) {

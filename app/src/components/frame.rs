@@ -6,7 +6,7 @@ use leptos_router::components::{Redirect, A};
 
 use super::live::LiveIndicator;
 use crate::domain::{Permission, UserInfo};
-use crate::server_fns::{current_user, logout};
+use crate::server_fns::{current_user, logout, waiting_approvals, WAITING_SHOWN_UP_TO};
 
 /// The person looking at the page, for pages that show actions by role. The server checks
 /// the role again on every action; this only decides what is drawn.
@@ -41,8 +41,9 @@ pub fn Frame(children: ChildrenFn) -> impl IntoView {
                     }
                     Ok(Some(user)) => {
                         provide_context(Viewer(user.clone()));
+                        let waiting = waiting_for(&user).await;
                         view! {
-                            <TopBar user />
+                            <TopBar user waiting />
                             <main class="page">{children.read_value()()}</main>
                         }
                             .into_any()
@@ -58,8 +59,41 @@ pub fn Frame(children: ChildrenFn) -> impl IntoView {
     }
 }
 
+/// Requests waiting for `user` to decide them; 0 for people who may not decide (or when the
+/// count fails: the header is no place for that error).
+async fn waiting_for(user: &UserInfo) -> u32 {
+    if !user.role.can(Permission::Approve) {
+        return 0;
+    }
+    waiting_approvals().await.unwrap_or(0)
+}
+
+/// The header's count of waiting requests; none when nothing waits. The frame is drawn on
+/// the server, so the live refresh (which fetches the page again after each change) keeps
+/// it current without code in the browser.
 #[component]
-fn TopBar(user: UserInfo) -> impl IntoView {
+fn WaitingCount(waiting: u32) -> impl IntoView {
+    let shown = if waiting > WAITING_SHOWN_UP_TO {
+        format!("{WAITING_SHOWN_UP_TO}+")
+    } else {
+        waiting.to_string()
+    };
+    (waiting > 0).then(|| {
+        view! {
+            " "
+            <span
+                class="count-badge"
+                data-testid="waiting-approvals"
+                aria-label=format!("{shown} waiting for approval")
+            >
+                {shown.clone()}
+            </span>
+        }
+    })
+}
+
+#[component]
+fn TopBar(user: UserInfo, waiting: u32) -> impl IntoView {
     let admin = user.role.can(Permission::Administer);
 
     view! {
@@ -68,7 +102,7 @@ fn TopBar(user: UserInfo) -> impl IntoView {
             <nav aria-label="Main" class="main-nav">
                 <A href="/" exact=true>"Overview"</A>
                 <A href="/operations">"Operations"</A>
-                <A href="/approvals">"Approvals"</A>
+                <A href="/approvals">"Approvals" <WaitingCount waiting /></A>
                 <A href="/unknowns">"Unknowns"</A>
                 <A href="/tools">"Tools"</A>
                 <Show when=move || admin>

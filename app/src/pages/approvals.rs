@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 
+use super::approval::run_label;
 use crate::components::{
     show_changes_when, use_viewer, ConfirmButton, CopyText, EffectBadge, EmptyState, ErrorNote,
     FieldList, Frame, Reason, RelativeTime,
@@ -62,18 +63,14 @@ fn ApprovalCard(request: ApprovalRequest) -> impl IntoView {
     } = request;
     let id = row.id;
     let may_decide = use_viewer().may(Permission::Approve);
-    let run = match (&row.run_id, row.step) {
-        (Some(run), Some(step)) => format!("{run} · step {step}"),
-        (Some(run), None) => run.clone(),
-        (None, _) => "—".to_owned(),
-    };
+    let run = run_label(&row);
 
     view! {
         <li class="card approval" data-morph-key=row.id.to_string()>
             <header class="approval-head">
                 <strong class="tool">{row.tool.clone()}</strong>
                 <EffectBadge effect=row.effect />
-                <A href=format!("/operations/{id}") attr:class="open">"Open details"</A>
+                <A href=format!("/approvals/{id}") attr:class="open">"Open request"</A>
             </header>
             <dl class="fields">
                 <dt>"Namespace"</dt>
@@ -103,7 +100,7 @@ fn ApprovalCard(request: ApprovalRequest) -> impl IntoView {
 
 /// Approve and reject, with the server's answer when it refuses (someone decided first).
 #[island]
-fn Decision(id: uuid::Uuid, tool: String) -> impl IntoView {
+pub(crate) fn Decision(id: uuid::Uuid, tool: String) -> impl IntoView {
     let approve = ServerAction::<ApproveOperation>::new();
     let reject = ServerAction::<RejectOperation>::new();
     let busy = Signal::derive(move || approve.pending().get() || reject.pending().get());

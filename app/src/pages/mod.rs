@@ -1,6 +1,7 @@
 //! One module per route.
 
 mod admin;
+mod approval;
 mod approvals;
 mod login;
 mod not_found;
@@ -13,6 +14,7 @@ mod tools;
 mod unknowns;
 
 pub use admin::AdminPage;
+pub use approval::ApprovalPage;
 pub use approvals::ApprovalsPage;
 pub use login::LoginPage;
 pub use not_found::NotFound;

@@ -22,6 +22,17 @@ pub struct ApprovalRequest {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+#[cfg(feature = "ssr")]
+impl From<&crate::ledger::Operation> for ApprovalRequest {
+    fn from(operation: &crate::ledger::Operation) -> Self {
+        Self {
+            row: OperationRow::from(operation),
+            args: operation.args.clone(),
+            expires_at: operation.approval_expires_at,
+        }
+    }
+}
+
 /// The first page of operations awaiting approval, oldest first.
 #[server(prefix = "/api", endpoint = "approval_queue")]
 pub async fn approval_queue() -> Result<Vec<ApprovalRequest>, UiError> {
@@ -39,12 +50,82 @@ pub async fn approval_queue() -> Result<Vec<ApprovalRequest>, UiError> {
         .list(&filter, super::PAGE_SIZE)
         .await
         .map_err(answer_with_status)?;
-    Ok(operations
-        .iter()
-        .map(|operation| ApprovalRequest {
-            row: OperationRow::from(operation),
-            args: operation.args.clone(),
-            expires_at: operation.approval_expires_at,
-        })
-        .collect())
+    Ok(operations.iter().map(ApprovalRequest::from).collect())
+}
+
+/// One request for approval as its page shows it: the request and what the same run did
+/// before it, so the approver sees the call in context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalDetail {
+    pub request: ApprovalRequest,
+    /// Operations of the same run (and namespace) created before this one, oldest first.
+    pub earlier: Vec<OperationRow>,
+}
+
+/// The request `id` (whatever its status now) with the earlier operations of its run.
+#[server(prefix = "/api", endpoint = "approval")]
+pub async fn read_approval(id: uuid::Uuid) -> Result<ApprovalDetail, UiError> {
+    use crate::domain::Permission;
+    use crate::ledger::OperationFilter;
+
+    let ledger = ledger()?;
+    person_who_may(Permission::Read).await?;
+    let operation = ledger
+        .operation(None, id)
+        .await
+        .map_err(answer_with_status)?;
+    let earlier = match &operation.run_id {
+        Some(run_id) => {
+            let filter = OperationFilter {
+                namespace: Some(operation.namespace.clone()),
+                run_id: Some(run_id.clone()),
+                created_until: Some(operation.created_at),
+                oldest_first: true,
+                ..OperationFilter::default()
+            };
+            let (operations, _more) = ledger
+                .list(&filter, super::PAGE_SIZE)
+                .await
+                .map_err(answer_with_status)?;
+            // Ids are UUIDv7: those below this one were created before it.
+            operations
+                .iter()
+                .filter(|earlier| earlier.id < id)
+                .map(OperationRow::from)
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Ok(ApprovalDetail {
+        request: ApprovalRequest::from(&operation),
+        earlier,
+    })
+}
+
+/// The most requests the header counts one by one; above it shows "99+".
+pub const WAITING_SHOWN_UP_TO: u32 = 99;
+
+/// How many requests wait for a decision, counted up to one past [`WAITING_SHOWN_UP_TO`]
+/// (the header needs no more), for people who may decide them.
+#[server(prefix = "/api", endpoint = "waiting_approvals")]
+pub async fn waiting_approvals() -> Result<u32, UiError> {
+    use crate::domain::{OperationStatus, Permission};
+    use crate::ledger::OperationFilter;
+
+    let ledger = ledger()?;
+    person_who_may(Permission::Approve).await?;
+    let filter = OperationFilter {
+        status: Some(OperationStatus::AwaitingApproval),
+        ..OperationFilter::default()
+    };
+    let (operations, more) = ledger
+        .list(&filter, WAITING_SHOWN_UP_TO)
+        .await
+        .map_err(answer_with_status)?;
+    let counted = u32::try_from(operations.len()).unwrap_or(WAITING_SHOWN_UP_TO);
+    Ok(if more {
+        WAITING_SHOWN_UP_TO + 1
+    } else {
+        counted
+    })
 }

@@ -18,7 +18,10 @@ pub use admin::{
     update_user, CreateApiKey, CreateUser, CreatedKeyView, DeleteUser, ListApiKeys, ListUsers,
     RevokeApiKey, UpdateUser,
 };
-pub use approvals::{approval_queue, ApprovalQueue, ApprovalRequest};
+pub use approvals::{
+    approval_queue, read_approval, waiting_approvals, ApprovalDetail, ApprovalQueue,
+    ApprovalRequest, ReadApproval, WAITING_SHOWN_UP_TO,
+};
 pub use auth::{
     change_password, current_user, login, logout, ChangePassword, CurrentUser, Login, Logout,
 };
