@@ -79,8 +79,9 @@ test('on a phone each operation is a short card and a long key ends in an ellips
   }
   // The whole key is on the operation's own page.
   await rows.first().getByRole('link').first().click();
-  await expect(page.locator('dd code', { hasText: `${key}-` })).toBeVisible();
-  const full = await page.locator('dd code', { hasText: `${key}-` }).innerText();
+  const whole = page.locator('dd code', { hasText: `${key}-` }).first();
+  await expect(whole).toBeVisible();
+  const full = await whole.innerText();
   expect(full).toMatch(new RegExp(`^${key}-[12]$`));
   await page.goto(`/operations?namespace=${namespace}`);
   await screenshot(page, 'phone-operations-cards');
