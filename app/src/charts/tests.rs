@@ -100,13 +100,14 @@ fn value_ticks_are_round_and_placed_from_the_bottom_up() {
 #[test]
 fn time_ticks_carry_their_instant_for_the_browser_to_show_in_local_time() {
     let chart = duplicates();
-    // 10:00 to 10:15: ticks every 5 minutes, the first at the left edge.
+    // 10:00 to 10:15: ticks every 5 minutes, none on the edges.
     assert!(chart.drawing.contains(
-        r#"x="0.000%" y="222" text-anchor="start" datetime="2026-12-01T10:00:00+00:00" data-local="clock">10:00</text>"#
+        r#"x="33.333%" y="222" text-anchor="middle" datetime="2026-12-01T10:05:00+00:00" data-local="clock">10:05</text>"#
     ));
     assert!(chart
         .drawing
-        .contains(r#"x="33.333%" y="222" text-anchor="middle""#));
+        .contains(r#"x="66.667%" y="222" text-anchor="middle""#));
+    assert!(!chart.drawing.contains(">10:00</text>"));
 }
 
 #[test]
