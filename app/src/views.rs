@@ -278,20 +278,38 @@ pub struct ToolTable {
     pub rows: Vec<ToolRow>,
 }
 
-/// A chart drawn on the server, with what the browser needs for exact values on hover and
-/// the table behind it.
+/// A chart drawn on the server, with its legend and the table behind it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChartView {
-    /// A stable id for the page (`duplicates`, `latency`, `interventions`).
+    /// A stable id for the page (`duplicates`, `latency`, `interventions`, `stuck`).
     pub id: String,
     pub title: String,
-    /// The chart as an SVG document.
-    pub svg: String,
-    /// One text per bucket, oldest first: the bucket's time and exact values.
-    pub tips: Vec<String>,
-    /// The accessible table: column names, then one row per bucket.
+    /// The unit of the values (`ms`), or empty for counts.
+    pub unit: String,
+    /// The value axis and the plot: two inline SVGs, each bucket with a `<title>` of its
+    /// exact values.
+    pub drawing: String,
+    pub legend: Vec<LegendEntry>,
+    /// The accessible table: column names, then one row per bucket, oldest first.
     pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<ChartRow>,
+}
+
+/// One series in a chart's legend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LegendEntry {
+    pub name: String,
+    /// Its colour: `hue-N` in the stylesheet.
+    pub hue: u8,
+    /// Drawn as bars (else as a line).
+    pub bar: bool,
+}
+
+/// One bucket of a chart's table: its start and its values, as shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartRow {
+    pub at: DateTime<Utc>,
+    pub values: Vec<String>,
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-// The screenshot in the documentation (docs/images/dashboard.png) is taken here, of the
+// The screenshots in the documentation (docs/images/dashboard*.png: light, dark and on a
+// phone) are taken here, of the
 // overview with a little of everything on it: replays, refused duplicates, a key reused,
 // outcomes that went unknown and were reconciled, one settled by hand, one still unknown and
 // requests waiting for approval. `make docs-images` (UPDATE_DOCS_IMAGES=1) saves it; in
@@ -7,6 +8,15 @@ import { expect, test, type Page } from '@playwright/test';
 import { admin, adminApi, agentApi, registerTool, sandboxFault, sandboxURL, screenshot, signIn, unique } from './support';
 
 const updateDocsImages = process.env.UPDATE_DOCS_IMAGES === '1';
+
+/** Saves docs/images/<name>.png with UPDATE_DOCS_IMAGES=1, else a screenshot to look at. */
+async function save(page: Page, name: string, options: { fullPage?: boolean } = {}) {
+  if (updateDocsImages) {
+    await page.screenshot({ path: `../docs/images/${name}.png`, ...options });
+  } else {
+    await screenshot(page, `docs-${name}`);
+  }
+}
 
 async function tile(page: Page, name: string): Promise<number> {
   const text = await page.getByTestId(`tile-${name.toLowerCase().replaceAll(' ', '-')}`).innerText();
@@ -102,14 +112,16 @@ test('the overview of a busy ledger renders every tile and chart (the docs scree
   // Without a reconciliation in the window the tile reads "p50 —".
   await expect(page.getByTestId('tile-reconciliation-latency')).not.toContainText('—');
   for (const id of ['duplicates', 'latency', 'interventions']) {
-    await expect(page.locator(`figure[data-chart="${id}"] svg`)).toBeVisible();
+    await expect(page.locator(`figure[data-chart="${id}"] svg.chart-plot`)).toBeVisible();
   }
 
-  if (updateDocsImages) {
-    await page.screenshot({ path: '../docs/images/dashboard.png' });
-  } else {
-    await screenshot(page, 'docs-dashboard');
-  }
+  await save(page, 'dashboard');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await save(page, 'dashboard-dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expect(page.locator('figure[data-chart="duplicates"] svg.chart-plot')).toBeVisible();
+  await save(page, 'dashboard-phone', { fullPage: true });
 
   // Leave the queues as they were for the specs that follow: they look for their own rows
   // among the oldest unknowns and approvals.

@@ -37,20 +37,20 @@ test('the overview counts what the test did, draws it, and moves without a reloa
   await expect(page.getByTestId('live-indicator')).toHaveText('Live');
   await expect.poll(() => tile(page, 'Duplicates prevented')).toBeGreaterThanOrEqual(2);
 
-  // Each chart is an SVG with one hover column per bucket, and a table with exact values.
+  // Each chart is an SVG with a hover title per bucket, and a table with exact values.
   for (const id of ['duplicates', 'stuck', 'latency', 'interventions']) {
     const chart = page.locator(`figure[data-chart="${id}"]`);
-    await expect(chart.locator('svg')).toBeVisible();
-    await expect(chart.locator('.chart-hover span')).toHaveCount(12); // 1 h in 5-minute buckets
+    await expect(chart.locator('svg.chart-plot')).toBeVisible();
+    await expect(chart.locator('rect.bucket title')).toHaveCount(12); // 1 h in 5-minute buckets
   }
   // Stuck unknowns over time, beside the number, which says the threshold (IDEM_STUCK_AFTER).
   const stuckChart = page.locator('figure[data-chart="stuck"]');
   await expect(stuckChart.locator('figcaption')).toHaveText('Stuck unknowns');
-  await expect(stuckChart.locator('.chart-hover span').last()).toHaveAttribute('title', /stuck unknowns: \d+/);
+  await expect(stuckChart.locator('rect.bucket title').last()).toHaveText(/stuck unknowns: \d+/);
   await expect(page.locator('a.tile', { hasText: 'Stuck unknowns' })).toContainText('unknown for more than 15 minutes');
   const duplicates = page.locator('figure[data-chart="duplicates"]');
-  const latest = duplicates.locator('.chart-hover span').last();
-  await expect(latest).toHaveAttribute('title', /duplicates prevented: [1-9]/);
+  const latest = duplicates.locator('rect.bucket title').last();
+  await expect(latest).toHaveText(/duplicates prevented: [1-9]/);
   await duplicates.getByText('Show as a table').click();
   await expect(duplicates.locator('tbody tr')).toHaveCount(12);
   await expect(duplicates.locator('tbody tr').last()).toContainText(/[1-9]/);
@@ -78,7 +78,7 @@ test('the overview switches windows through its URL', async ({ page }) => {
   await expect(page).toHaveURL(/window=7d/);
   await expect(page.getByRole('link', { name: '7d' })).toHaveAttribute('aria-current', 'true');
   // 7 days in 6-hour buckets.
-  await expect(page.locator('figure[data-chart="duplicates"] .chart-hover span')).toHaveCount(28);
+  await expect(page.locator('figure[data-chart="duplicates"] rect.bucket title')).toHaveCount(28);
 });
 
 test('the table by tool counts a namespace\'s tool and links each number to its operations', async ({ page }) => {

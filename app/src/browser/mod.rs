@@ -9,6 +9,7 @@
 pub mod checkboxes;
 pub mod clock;
 pub mod copy;
+pub mod local_time;
 mod morph;
 pub mod refresh;
 pub mod stream;

@@ -4,17 +4,23 @@ use leptos::prelude::*;
 
 /// Shows `text` in monospace with a button that copies it to the clipboard. Nothing here is
 /// hydrated: one listener for the whole page (`crate::browser::copy`) handles every such
-/// button, so the rows a live update brings need no island each.
+/// button, so the rows a live update brings need no island each. With `truncate` a long text
+/// ends in an ellipsis where space is short (lists; the full text is on its own page and in
+/// the tooltip), and the button still copies all of it.
 #[component]
-pub fn CopyText(text: String, #[prop(into)] label: String) -> impl IntoView {
+pub fn CopyText(
+    text: String,
+    #[prop(into)] label: String,
+    #[prop(optional)] truncate: bool,
+) -> impl IntoView {
     let what = if label.is_empty() {
         "value".to_owned()
     } else {
         label
     };
     view! {
-        <span class="copyable">
-            <code>{text.clone()}</code>
+        <span class="copyable" class:truncate=truncate>
+            <code title=truncate.then(|| text.clone())>{text.clone()}</code>
             <button
                 type="button"
                 class="copy"

@@ -149,11 +149,14 @@ fn SignOut() -> impl IntoView {
 /// Sets `data-hydrated` on `<html>` once the islands before it have hydrated (the islands
 /// script hydrates them in document order, and this one comes last): tests wait for it
 /// before they click. Being on every page once, it also starts what the whole page shares:
-/// the Copy buttons' listener.
+/// the Copy buttons' listener and chart times in the viewer's zone.
 #[island]
 pub fn Hydrated() -> impl IntoView {
     #[cfg(feature = "hydrate")]
-    crate::browser::copy::listen();
+    {
+        crate::browser::copy::listen();
+        crate::browser::local_time::listen();
+    }
     Effect::new(|_| {
         if let Some(root) = document().document_element() {
             let _ = root.set_attribute("data-hydrated", "true");

@@ -5,6 +5,7 @@ use leptos::prelude::*;
 
 mod actions;
 mod badges;
+mod chart_time;
 mod confirm;
 mod copy;
 mod frame;
@@ -15,6 +16,7 @@ mod time;
 
 pub use actions::{OperationActions, Permitted};
 pub use badges::{EffectBadge, StatusBadge};
+pub use chart_time::{chart_time, zone_note};
 pub use confirm::{ConfirmButton, Reason};
 pub use copy::CopyText;
 pub use frame::{use_viewer, Frame, Hydrated, Viewer};

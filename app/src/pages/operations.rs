@@ -118,7 +118,7 @@ fn Table(page: Page, filter: OperationsFilter, paged: bool) -> impl IntoView {
     let newest = paged.then(|| filter.href(None));
     view! {
         <div class="table-wrap">
-            <table class="operations">
+            <table class="operations cards">
                 <thead>
                     <tr>
                         <th scope="col">"Status"</th>
@@ -159,17 +159,18 @@ fn Row(row: OperationRow, stuck_after: StuckAfter) -> impl IntoView {
     };
     view! {
         <tr class:stuck=stuck data-id=row.id.to_string() data-morph-key=row.id.to_string()>
-            <td><StatusBadge status=row.status stuck /></td>
-            <td>
+            // `data-label`: on a phone each row is a card and each cell says what it is.
+            <td data-label="Status"><StatusBadge status=row.status stuck /></td>
+            <td data-label="Tool">
                 <a href=href class="op-link">{row.tool}</a>
                 " "
                 <EffectBadge effect=row.effect />
             </td>
-            <td><CopyText text=row.key label="key" /></td>
-            <td>{row.namespace}</td>
-            <td>{run}</td>
-            <td>{row.attempt}</td>
-            <td><RelativeTime at=row.created_at /></td>
+            <td data-label="Key" class="key"><CopyText text=row.key label="key" truncate=true /></td>
+            <td data-label="Namespace">{row.namespace}</td>
+            <td data-label="Run / step">{run}</td>
+            <td data-label="Attempt">{row.attempt}</td>
+            <td data-label="Created"><RelativeTime at=row.created_at /></td>
         </tr>
     }
 }

@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use super::overview_tools::ToolsTable;
-use crate::components::{ErrorNote, Frame};
+use crate::components::{chart_time, zone_note, ErrorNote, Frame};
 use crate::server_fns::{overview, tools_overview, WINDOWS};
 use crate::views::{ChartView, OverviewView};
 
@@ -116,9 +116,11 @@ fn Numbers(numbers: OverviewView) -> impl IntoView {
                 note="resolved or expired by a person".to_owned()
             />
         </section>
-        <section class="charts">
+        <section class="charts" aria-label="Charts">
             {numbers.charts.into_iter().map(|chart| view! { <Chart chart /> }).collect_view()}
         </section>
+        // The browser says which zone the charts show once it has rewritten their times.
+        <p class="chart-times muted" data-chart-times="">{zone_note(0)}</p>
     }
 }
 
@@ -141,25 +143,35 @@ fn Tile(
     }
 }
 
-/// A server-drawn chart, one hover column per bucket with its exact values, and the same
-/// numbers as a table for screen readers and for copying.
+/// A server-drawn chart: its legend above the plot (never over the data), the plot with a
+/// `<title>` per bucket for hover, and the same numbers as a table for screen readers and
+/// for copying. Times are UTC as rendered; `crate::browser::local_time` shows them in the
+/// viewer's zone.
 #[component]
 fn Chart(chart: ChartView) -> impl IntoView {
+    let caption = if chart.unit.is_empty() {
+        chart.title.clone()
+    } else {
+        format!("{} ({})", chart.title, chart.unit)
+    };
     view! {
         <figure class="chart" data-chart=chart.id.clone()>
-            <figcaption>{chart.title.clone()}</figcaption>
-            <div class="chart-canvas">
-                <div class="chart-svg" inner_html=chart.svg></div>
-                // Placed over the plotting area by the stylesheet (no inline styles: the
-                // page's CSP forbids them); one column per bucket.
-                <div class="chart-hover" aria-hidden="true">
-                    {chart
-                        .tips
-                        .into_iter()
-                        .map(|tip| view! { <span title=tip.clone() data-tip=tip></span> })
-                        .collect_view()}
-                </div>
-            </div>
+            <figcaption>{caption}</figcaption>
+            <ul class="legend" aria-label="Series">
+                {chart
+                    .legend
+                    .into_iter()
+                    .map(|entry| {
+                        let mark = format!(
+                            "swatch hue-{} {}",
+                            entry.hue,
+                            if entry.bar { "bar" } else { "line" },
+                        );
+                        view! { <li><span class=mark aria-hidden="true"></span>{entry.name}</li> }
+                    })
+                    .collect_view()}
+            </ul>
+            <div class="chart-body" inner_html=chart.drawing></div>
             <details>
                 <summary>"Show as a table"</summary>
                 <div class="table-wrap">
@@ -172,12 +184,29 @@ fn Chart(chart: ChartView) -> impl IntoView {
                             {chart
                                 .rows
                                 .into_iter()
-                                .map(|row| view! { <tr>{row.into_iter().map(|v| view! { <td>{v}</td> }).collect_view()}</tr> })
+                                .map(|row| {
+                                    view! {
+                                        <tr>
+                                            <td><BucketTime at=row.at /></td>
+                                            {row.values.into_iter().map(|v| view! { <td>{v}</td> }).collect_view()}
+                                        </tr>
+                                    }
+                                })
                                 .collect_view()}
                         </tbody>
                     </table>
                 </div>
             </details>
         </figure>
+    }
+}
+
+/// A bucket's start in UTC; the browser rewrites it to local time (`data-local`).
+#[component]
+fn BucketTime(at: chrono::DateTime<chrono::Utc>) -> impl IntoView {
+    view! {
+        <time datetime=at.to_rfc3339() data-local="datetime">
+            {format!("{} UTC", chart_time(at.naive_utc(), "datetime"))}
+        </time>
     }
 }

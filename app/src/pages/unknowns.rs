@@ -129,7 +129,7 @@ fn UnknownTable(
     let now = Utc::now();
     view! {
         <div class="table-wrap">
-            <table class="unknowns">
+            <table class="unknowns cards">
                 <thead>
                     <tr>
                         <th scope="col">{may_operate.then(|| view! { <SelectAll /> })}</th>
@@ -167,8 +167,9 @@ fn UnknownRow(
     let age = unknown_for(now - since);
     let select_label = format!("Select {}", row.key);
     view! {
+        // `data-label`: on a phone each row is a card and each cell says what it is.
         <tr class:stuck=stuck data-morph-key=row.id.to_string()>
-            <td>
+            <td data-label="Select" class="select">
                 {may_operate.then(|| view! {
                     <input
                         type="checkbox"
@@ -179,21 +180,21 @@ fn UnknownRow(
                     />
                 })}
             </td>
-            <td><StatusBadge status=row.status stuck /></td>
-            <td>{row.tool.clone()}</td>
-            <td><CopyText text=row.key.clone() label="key" /></td>
-            <td>{row.namespace.clone()}</td>
-            <td data-testid="unknown-for">
+            <td data-label="Status"><StatusBadge status=row.status stuck /></td>
+            <td data-label="Tool">{row.tool.clone()}</td>
+            <td data-label="Key" class="key"><CopyText text=row.key.clone() label="key" truncate=true /></td>
+            <td data-label="Namespace">{row.namespace.clone()}</td>
+            <td data-label="Unknown for" data-testid="unknown-for">
                 <time datetime=since.to_rfc3339() title=since.to_rfc3339()>{age}</time>
             </td>
-            <td data-testid="failed-lookups">{row.reconcile_attempts}</td>
-            <td>
+            <td data-label="Failed lookups" data-testid="failed-lookups">{row.reconcile_attempts}</td>
+            <td data-label="Next attempt">
                 {match row.next_reconcile_at {
                     Some(at) => view! { <RelativeTime at /> }.into_any(),
                     None => view! { <span class="muted">"none scheduled"</span> }.into_any(),
                 }}
             </td>
-            <td><A href=format!("/operations/{id}")>"Details"</A></td>
+            <td data-label="Open"><A href=format!("/operations/{id}")>"Details"</A></td>
         </tr>
     }
 }

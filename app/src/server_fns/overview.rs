@@ -79,17 +79,17 @@ fn view_of(report: crate::ledger::metrics::MetricsReport) -> OverviewView {
         &[
             Series {
                 name: "duplicates prevented",
-                color: BLUE,
+                hue: BLUE,
                 values: per_bucket(|c| Some(c.duplicates_prevented)),
             },
             Series {
                 name: "in flight (409)",
-                color: ORANGE,
+                hue: ORANGE,
                 values: per_bucket(|c| Some(c.in_flight_rejected)),
             },
             Series {
                 name: "mismatches (422)",
-                color: RED,
+                hue: RED,
                 values: per_bucket(|c| Some(c.mismatches_rejected)),
             },
         ],
@@ -103,12 +103,12 @@ fn view_of(report: crate::ledger::metrics::MetricsReport) -> OverviewView {
         &[
             Series {
                 name: "p50",
-                color: GREEN,
+                hue: GREEN,
                 values: per_bucket(|c| c.reconciliation_latency_ms.p50),
             },
             Series {
                 name: "p95",
-                color: ORANGE,
+                hue: ORANGE,
                 values: per_bucket(|c| c.reconciliation_latency_ms.p95),
             },
         ],
@@ -122,12 +122,12 @@ fn view_of(report: crate::ledger::metrics::MetricsReport) -> OverviewView {
         &[
             Series {
                 name: "reconciliations",
-                color: GREEN,
+                hue: GREEN,
                 values: per_bucket(|c| Some(c.reconciliations)),
             },
             Series {
                 name: "manual interventions",
-                color: RED,
+                hue: RED,
                 values: per_bucket(|c| Some(c.manual_interventions)),
             },
         ],
@@ -140,7 +140,7 @@ fn view_of(report: crate::ledger::metrics::MetricsReport) -> OverviewView {
         &starts,
         &[Series {
             name: "stuck unknowns",
-            color: RED,
+            hue: RED,
             values: report
                 .series
                 .iter()
