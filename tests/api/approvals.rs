@@ -14,6 +14,7 @@ on_both_databases!(
     a_verdict_needs_an_operation_that_waits,
     an_unanswered_request_lapses_into_a_rejection,
     a_verdict_may_come_without_a_body,
+    an_approval_page_is_only_for_requests_for_approval,
 );
 
 impl Client {
@@ -317,4 +318,37 @@ async fn a_verdict_may_come_without_a_body(db: Db) {
     let approved: Value = approved.json().await.unwrap();
     assert_eq!(approved["operation"]["status"], "approved");
     assert_eq!(approved["operation"]["approval"]["reason"], Value::Null);
+}
+
+/// `/approvals/{id}` opens a request for approval, waiting or decided; an operation that
+/// never waited for one is not a request (404), as an unknown id is.
+async fn an_approval_page_is_only_for_requests_for_approval(db: Db) {
+    let (app, agent, id) = waiting_wire(db).await;
+    let plain = json!({ "tool": "lookup", "key": "lookup-1", "args": {} });
+    let claimed = agent.post_json("/v1/operations", &plain).await;
+    assert_eq!(claimed.status(), 201);
+    let body: Value = claimed.json().await.unwrap();
+    let plain_id = body["operation"]["id"].as_str().unwrap().to_owned();
+    let approver = app.person(Role::Approver).await;
+
+    let page = |path: String| {
+        let approver = &approver;
+        async move {
+            let response = approver.get_page(&path).await;
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let (status, html) = page(format!("/approvals/{id}")).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains("wire_transfer") && html.contains("DE89"),
+        "{html}"
+    );
+    let (status, _) = page(format!("/approvals/{plain_id}")).await;
+    assert_eq!(status, 404, "a plain operation is no request for approval");
+
+    let approved = approver.approve(&id, &json!({})).await;
+    assert_eq!(approved.status(), 200);
+    let (status, html) = page(format!("/approvals/{id}")).await;
+    assert_eq!(status, 200, "a decided request still has its page: {html}");
 }

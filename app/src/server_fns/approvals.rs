@@ -74,6 +74,15 @@ pub async fn read_approval(id: uuid::Uuid) -> Result<ApprovalDetail, UiError> {
         .operation(None, id)
         .await
         .map_err(answer_with_status)?;
+    // Waiting, decided, or lapsed: anything else never asked a person.
+    let was_requested = operation.status == crate::domain::OperationStatus::AwaitingApproval
+        || operation.approval.is_some()
+        || operation.approval_expires_at.is_some();
+    if !was_requested {
+        return Err(answer_with_status(UiError::NotFound(
+            "this operation never waited for approval".to_owned(),
+        )));
+    }
     let earlier = match &operation.run_id {
         Some(run_id) => {
             let filter = OperationFilter {
