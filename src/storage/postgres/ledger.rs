@@ -19,10 +19,11 @@ use sqlx::{FromRow, PgConnection, Postgres, Row};
 use std::sync::Arc;
 use uuid::Uuid;
 
+use super::group_commit::{Listed, RowChange};
 use super::PostgresStore;
 use crate::storage::kept_rows::{KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{
-    insert_events, push_insert, push_write, LedgerBackend, EVENTS_PER_STATEMENT, INSERT_EVENTS,
+    insert_events, push_write, LedgerBackend, EVENTS_PER_STATEMENT, INSERT_EVENTS,
 };
 use crate::storage::operation_rows::{OperationRow, OPERATION_COLUMNS};
 use crate::storage::quiet_events::EventSink;
@@ -94,27 +95,10 @@ fn push_events_of_written<'a>(sql: &mut sqlx::QueryBuilder<'a, Postgres>, events
     }
 }
 
-/// Runs a write (opened in `sql` by `with written as (`, guarded to change one row or none)
-/// with its events as one statement, which is atomic without a transaction. Whether it
-/// changed its row (and so wrote the events); `false`, with nothing written, also for a
-/// change whose events one statement cannot carry: it is then made under the lock.
-async fn write_alone<'a>(
-    mut sql: sqlx::QueryBuilder<'a, Postgres>,
-    events: &'a [Event],
-    pool: &PgPool,
-) -> Result<bool, StoreError> {
-    if events.is_empty() || events.len() > EVENTS_PER_STATEMENT {
-        return Ok(false);
-    }
-    push_events_of_written(&mut sql, events);
-    let done = sql.build().execute(pool).await.map_err(store_error)?;
-    // The events follow the one row the write changed, or none: no other count can come.
-    Ok(done.rows_affected() == events.len() as u64)
-}
-
-/// Writes a decision on a pending operation (its one update and its events) as one
-/// statement, only if the row is still as `before`: its status, lease and time of last
-/// change. Whether it was; `false`, with nothing written, also for any other decision.
+/// Writes a decision on a pending operation (its one update and its events) with the
+/// changes that arrive with it, only if the row is still as `before`: its status, lease and
+/// time of last change. Whether it was; `false`, with nothing written, also for any other
+/// decision.
 async fn write_if_unchanged<T>(
     store: &PostgresStore,
     before: &Operation,
@@ -122,21 +106,36 @@ async fn write_if_unchanged<T>(
 ) -> Result<bool, StoreError> {
     let (
         Some(lease),
-        [write @ Write::Update {
-            expected_status: OperationStatus::Pending,
-            ..
+        [Write::Update {
+            after,
+            expected_status: expected_status @ OperationStatus::Pending,
         }],
     ) = (&before.lease, decision.writes.as_slice())
     else {
         return Ok(false);
     };
-    let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
-    push_write(&mut sql, write);
-    sql.push(" and lease_token = ")
-        .push_bind(lease.token_hash.as_str().to_owned())
-        .push(" and updated_at = ")
-        .push_bind(before.updated_at);
-    write_alone(sql, &decision.state_events(), &store.pool).await
+    let change = RowChange::UnchangedUpdate {
+        after: after.clone(),
+        expected_status: *expected_status,
+        lease_token: lease.token_hash.as_str().to_owned(),
+        read_updated_at: before.updated_at,
+    };
+    write_listed(store, change, decision).await
+}
+
+/// Writes `change` with its decision's state-changing events through the group commit;
+/// whether it applied. `false`, with nothing written, for a change with more events than one
+/// statement carries: it is then made under the lock.
+async fn write_listed<T>(
+    store: &PostgresStore,
+    change: RowChange,
+    decision: &Decision<T>,
+) -> Result<bool, StoreError> {
+    let events = decision.state_events();
+    if events.len() > EVENTS_PER_STATEMENT {
+        return Ok(false);
+    }
+    store.group_commit.write(Listed { change, events }).await
 }
 
 #[derive(sqlx::FromRow)]
@@ -284,12 +283,12 @@ impl LedgerBackend for PostgresStore {
     }
 
     /// A claim whose key had no live operation when it was read (at `read_at`, the database's
-    /// time): the new operation and its events are written as one statement outside a
-    /// transaction (`with written as (insert … on conflict do nothing returning 1) insert into
-    /// operation_events …`), one round trip instead of four (begin, locked read, write,
-    /// commit). The unique index on a key's live operation decides: when another claim took the
-    /// key in between (in this process or another), nothing is written, and `None` sends the
-    /// claim back to be decided from a locked read.
+    /// time): the new operation and its events are written outside a transaction, by one
+    /// statement with the changes that arrive with it (`group_commit`), instead of four round
+    /// trips (begin, locked read, write, commit) each. The unique index on a key's live
+    /// operation decides: when another claim took the key in between (in this process or
+    /// another, in this batch or another), nothing is written, and `None` sends the claim back
+    /// to be decided from a locked read.
     async fn claim_new_key(
         &self,
         request: &ClaimRequest,
@@ -306,20 +305,18 @@ impl LedgerBackend for PostgresStore {
         let [Write::Insert(operation)] = decision.writes.as_slice() else {
             return Ok(None);
         };
-        let mut sql = sqlx::QueryBuilder::<Postgres>::new("with written as (");
-        push_insert(&mut sql, operation);
-        sql.push(" on conflict do nothing");
-        let applied = write_alone(sql, &decision.state_events(), &self.pool).await?;
+        let change = RowChange::NewKeyClaim(operation.clone());
+        let applied = write_listed(self, change, &decision).await?;
         Ok(self.announced(applied.then_some(decision)))
     }
 
     /// A completion (or a report of `unknown`) of a pending operation, decided from a read
-    /// without a lock and written as one statement outside a transaction, guarded by what was
-    /// read (status, lease token, `updated_at`: any change to a pending operation moves one of
-    /// them), its events riding along (`with written as (update … returning 1) insert …`). One
-    /// statement is atomic on its own, so the report costs two round trips instead of four
-    /// (begin, locked read, write, commit). `None` when it is not such a report, or the row moved
-    /// meanwhile — then it is decided again under the lock.
+    /// without a lock and written outside a transaction with the changes that arrive with it
+    /// (`group_commit`), guarded by what was read (status, lease token, `updated_at`: any
+    /// change to a pending operation moves one of them), its events riding along. The report
+    /// costs a read and a share of one statement instead of four round trips (begin, locked
+    /// read, write, commit). `None` when it is not such a report, or the row moved meanwhile —
+    /// then it is decided again under the lock.
     async fn report_from_read(
         &self,
         namespace: &Namespace,

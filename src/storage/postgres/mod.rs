@@ -11,9 +11,11 @@ use std::time::Duration;
 use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
 use announcer::Announcer;
+use group_commit::GroupCommit;
 use kept_members::{Membership, BEAT, FENCES_CHANNEL};
 
 mod announcer;
+mod group_commit;
 mod kept_members;
 mod ledger;
 
@@ -28,6 +30,8 @@ pub struct PostgresStore {
     changes: Changes,
     /// Tells every process (this one too) of the changes this one commits.
     announcer: Announcer,
+    /// Writes the changes that are only rows together, many per commit.
+    group_commit: GroupCommit,
     /// Only `idem serve`'s store keeps final outcomes in memory (as on SQLite).
     membership: Option<Arc<Membership>>,
 }
@@ -69,11 +73,13 @@ impl PostgresStore {
         ));
         let quiet_events = QuietEvents::start(ledger::quiet_event_sink(pool.clone()));
         let announcer = Announcer::start(pool.clone(), CHANGES_CHANNEL);
+        let group_commit = GroupCommit::start(pool.clone());
         Ok(Self {
             pool,
             quiet_events,
             changes,
             announcer,
+            group_commit,
             membership,
         })
     }

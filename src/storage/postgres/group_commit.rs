@@ -1,0 +1,598 @@
+//! Group commit on PostgreSQL: the changes that are only rows to write (a new key's claim,
+//! a report decided from a read) and that arrive together are written by one statement, so
+//! they share one commit and its fsync instead of paying one each.
+//!
+//! One statement is atomic without a transaction: its data-modifying `with` parts insert the
+//! claims' operations (`on conflict do nothing`: a key taken, by this batch or another
+//! process, holds back that claim alone), update the reported operations guarded by what
+//! each report read, and insert the events of exactly the changes that applied; it answers
+//! which ones did. A caller hears of its change only after the statement committed, so
+//! every acknowledgement is durable (`synchronous_commit` stays on).
+//!
+//! A few batches run at once (`IN_FLIGHT`); the changes arriving meanwhile queue and become
+//! the next batch, so batches grow with the load and a lone change is written at once.
+//! A batch PostgreSQL refuses as a whole (a deadlock with another process, a constraint)
+//! is rolled back, and its changes are written one by one, each answered on its own. Any
+//! other failure (a lost connection) answers every change of the batch with that error: it
+//! may or may not have committed, which only the ledger's next read can tell.
+
+use app::domain::OperationStatus;
+use app::ledger::{Event, Operation};
+use app::store_error::StoreError;
+use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
+use sqlx::postgres::PgPool;
+use sqlx::types::Json;
+use sqlx::{Postgres, QueryBuilder};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use uuid::Uuid;
+
+use crate::storage::ledger_sql::{push_operation_row, push_updated_values};
+use crate::storage::operation_rows::{to_text, UpdatedValues, CREATED_COLUMNS, UPDATED_COLUMNS};
+use crate::storage::push_sql::PushSql;
+use crate::storage::store_error;
+
+/// The most changes written by one statement: bounds how long the last of a batch waits
+/// for the others.
+const MAX_BATCH: usize = 128;
+
+/// The most values one statement binds (PostgreSQL takes 65,535): a claim binds 30 and
+/// each event 7, so only changes with many events make a batch end before `MAX_BATCH`.
+const MAX_BINDS: usize = 32_000;
+
+/// How many batches may be written at once. PostgreSQL flushes the commits of concurrent
+/// statements together, so a few in flight keep its disk busy while the next batch gathers.
+const IN_FLIGHT: usize = 4;
+
+/// A change that is only rows to write, applying or not on its own.
+pub(super) enum RowChange {
+    /// A new key's operation, inserted unless its key has a live operation.
+    NewKeyClaim(Operation),
+    /// An operation's new values, written only if its row is still as the decision read it:
+    /// its status, lease and time of last change (any change to a leased operation moves one).
+    UnchangedUpdate {
+        after: Operation,
+        expected_status: OperationStatus,
+        lease_token: String,
+        read_updated_at: DateTime<Utc>,
+    },
+}
+
+/// A change and its state-changing events, written only if the change applied.
+pub(super) struct Listed {
+    pub(super) change: RowChange,
+    pub(super) events: Vec<Event>,
+}
+
+impl Listed {
+    /// How many values its rows bind.
+    fn binds(&self) -> usize {
+        let row = match self.change {
+            RowChange::NewKeyClaim(_) => 30,
+            RowChange::UnchangedUpdate { .. } => 21,
+        };
+        row + 7 * self.events.len()
+    }
+}
+
+/// Queues changes for the batches. Cheap to clone; the queue closes with the last handle.
+#[derive(Clone)]
+pub(super) struct GroupCommit {
+    queue: mpsc::UnboundedSender<Job>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    counts: Arc<Counts>,
+}
+
+/// What the batches did, counted; tests read it to see that changes were grouped.
+#[derive(Default)]
+struct Counts {
+    /// Statements that committed.
+    commits: AtomicU64,
+    /// Changes written by them (applied or held back by their guards).
+    changes: AtomicU64,
+}
+
+struct Job {
+    listed: Listed,
+    reply: oneshot::Sender<Result<bool, StoreError>>,
+}
+
+impl GroupCommit {
+    /// Starts gathering batches for `pool`.
+    pub(super) fn start(pool: PgPool) -> Self {
+        let (queue, jobs) = mpsc::unbounded_channel();
+        let counts = Arc::new(Counts::default());
+        tokio::spawn(gather(pool, jobs, counts.clone()));
+        Self { queue, counts }
+    }
+
+    /// Writes `listed` with the changes that arrive with it; whether it applied (`false`:
+    /// its guard held it back and nothing of it was written). Answers once committed.
+    pub(super) async fn write(&self, listed: Listed) -> Result<bool, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Job { listed, reply })
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    /// Statements committed so far (fewer than changes, under load).
+    #[cfg(test)]
+    pub(super) fn commits(&self) -> u64 {
+        self.counts.commits.load(Ordering::Relaxed)
+    }
+
+    /// Changes written so far.
+    #[cfg(test)]
+    pub(super) fn changes(&self) -> u64 {
+        self.counts.changes.load(Ordering::Relaxed)
+    }
+}
+
+fn stopped() -> StoreError {
+    StoreError::Unavailable("the PostgreSQL group commit has stopped".into())
+}
+
+/// Takes the waiting changes as one batch whenever fewer than `IN_FLIGHT` are being written,
+/// until every handle is gone.
+async fn gather(pool: PgPool, mut jobs: mpsc::UnboundedReceiver<Job>, counts: Arc<Counts>) {
+    let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
+    // A change that did not fit the last batch: the first of the next.
+    let mut carried: Option<Job> = None;
+    loop {
+        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+            return;
+        };
+        let first = match carried.take() {
+            Some(job) => job,
+            None => match jobs.recv().await {
+                Some(job) => job,
+                None => return,
+            },
+        };
+        let mut binds = first.listed.binds();
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            let Ok(job) = jobs.try_recv() else {
+                break;
+            };
+            binds += job.listed.binds();
+            if binds > MAX_BINDS {
+                carried = Some(job);
+                break;
+            }
+            batch.push(job);
+        }
+        let (pool, counts) = (pool.clone(), counts.clone());
+        tokio::spawn(async move {
+            commit(&pool, batch, &counts).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Writes a batch and answers each of its changes.
+async fn commit(pool: &PgPool, batch: Vec<Job>, counts: &Counts) {
+    let listed: Vec<&Listed> = batch.iter().map(|job| &job.listed).collect();
+    match write_batch(pool, &listed).await {
+        Ok(applied) => {
+            counts.commits.fetch_add(1, Ordering::Relaxed);
+            counts
+                .changes
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
+            for (n, job) in batch.into_iter().enumerate() {
+                let _ = job.reply.send(Ok(applied.contains(&n)));
+            }
+        }
+        Err(error) if batch.len() > 1 && refused_whole(&error) => {
+            join_all(
+                batch
+                    .into_iter()
+                    .map(|job| Box::pin(commit(pool, vec![job], counts))),
+            )
+            .await;
+        }
+        Err(error) => {
+            let error = store_error(error);
+            for job in batch {
+                let _ = job.reply.send(Err(error.repeated()));
+            }
+        }
+    }
+}
+
+/// Whether PostgreSQL refused the statement itself (a constraint, a deadlock, a
+/// serialization failure): it then rolled it back, and its changes may be written again.
+fn refused_whole(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|db| db.code())
+        .is_some_and(|code| code.starts_with("23") || code.starts_with("40"))
+}
+
+/// Runs a batch's statement; the positions in `batch` of the changes that applied.
+async fn write_batch(pool: &PgPool, batch: &[&Listed]) -> Result<HashSet<usize>, sqlx::Error> {
+    let mut sql = QueryBuilder::<Postgres>::new("with ");
+    push_batch(&mut sql, batch);
+    let applied: Vec<(Option<Uuid>, Option<i32>)> = sql
+        .build_query_as()
+        .persistent(batch.len() == 1)
+        .fetch_all(pool)
+        .await?;
+    let claimed: HashSet<Uuid> = applied.iter().filter_map(|(id, _)| *id).collect();
+    let updated = applied.iter().filter_map(|(_, n)| *n).map(|n| n as usize);
+    let claims = batch
+        .iter()
+        .enumerate()
+        .filter_map(|(n, listed)| match &listed.change {
+            RowChange::NewKeyClaim(operation) => claimed.contains(&operation.id).then_some(n),
+            RowChange::UnchangedUpdate { .. } => None,
+        });
+    Ok(claims.chain(updated).collect())
+}
+
+/// The batch's statement after `with `: its claims, its updates, the events of those that
+/// applied, and which applied: a claim by its operation's id, an update by its place in
+/// `batch` (two reports of one operation may meet in a batch; one of them applies).
+/// Claims come sorted by key and updates by id, so that two batches that touch the same
+/// rows take their locks in one order.
+fn push_batch<'a>(sql: &mut QueryBuilder<'a, Postgres>, batch: &[&'a Listed]) {
+    let mut claims: Vec<&Operation> = Vec::new();
+    let mut updates: Vec<(usize, &'a Listed)> = Vec::new();
+    for (n, listed) in batch.iter().enumerate() {
+        match &listed.change {
+            RowChange::NewKeyClaim(operation) => claims.push(operation),
+            RowChange::UnchangedUpdate { .. } => updates.push((n, listed)),
+        }
+    }
+    claims.sort_by(|a, b| (&a.namespace, &a.key).cmp(&(&b.namespace, &b.key)));
+    updates.sort_by_key(|(_, listed)| match &listed.change {
+        RowChange::UnchangedUpdate { after, .. } => after.id,
+        RowChange::NewKeyClaim(operation) => operation.id,
+    });
+    let mut applied = Vec::new();
+    let mut filter = Vec::new();
+    if !claims.is_empty() {
+        push_claims(sql, &claims);
+        applied.push("select id, null::integer from claimed");
+        filter.push("e.operation_id in (select id from claimed)");
+    }
+    if !updates.is_empty() {
+        if !claims.is_empty() {
+            sql.push(", ");
+        }
+        push_updates(sql, &updates);
+        applied.push("select null::uuid, n from updated");
+        filter.push("e.n in (select n from updated)");
+    }
+    push_events(sql, batch, &filter.join(" or "));
+    sql.push(" ").push(applied.join(" union all "));
+}
+
+/// `claims (…) as (values …), claimed as (insert … on conflict do nothing returning id)`.
+fn push_claims<'a>(sql: &mut QueryBuilder<'a, Postgres>, claims: &[&Operation]) {
+    sql.push(format_args!(
+        "claims ({CREATED_COLUMNS}, {UPDATED_COLUMNS}) as (values "
+    ));
+    for (i, operation) in claims.iter().enumerate() {
+        if i > 0 {
+            sql.push(", ");
+        }
+        push_operation_row(sql, operation);
+    }
+    sql.push(format_args!(
+        "), claimed as (insert into operations ({CREATED_COLUMNS}, {UPDATED_COLUMNS}) \
+         select {CREATED_COLUMNS}, {UPDATED_COLUMNS} from claims \
+         on conflict do nothing returning id)"
+    ));
+}
+
+/// `updates (n, id, read_status, read_lease, read_updated_at, …) as (values …), updated as
+/// (update … from updates where <the row is as read> returning n)`.
+fn push_updates(sql: &mut QueryBuilder<'_, Postgres>, updates: &[(usize, &Listed)]) {
+    sql.push(format_args!(
+        "updates (n, id, read_status, read_lease, read_updated_at, {UPDATED_COLUMNS}) as (values "
+    ));
+    for (i, (n, listed)) in updates.iter().enumerate() {
+        let RowChange::UnchangedUpdate {
+            after,
+            expected_status,
+            lease_token,
+            read_updated_at,
+        } = &listed.change
+        else {
+            continue;
+        };
+        if i > 0 {
+            sql.push(", ");
+        }
+        sql.push("(");
+        PushSql::commas(sql)
+            .push_bind(*n as i32)
+            .push_bind(after.id)
+            .push_bind(to_text(expected_status))
+            .push_bind(lease_token.clone())
+            .push_bind(*read_updated_at);
+        sql.push(", ");
+        push_updated_values(sql, UpdatedValues::from(after));
+        sql.push(")");
+    }
+    let new_values: Vec<String> = UPDATED_COLUMNS
+        .split(", ")
+        .map(|column| format!("updates.{column}"))
+        .collect();
+    sql.push(format_args!(
+        "), updated as (update operations set ({UPDATED_COLUMNS}) = ({}) from updates \
+         where operations.id = updates.id and operations.status = updates.read_status \
+         and operations.lease_token = updates.read_lease \
+         and operations.updated_at = updates.read_updated_at returning updates.n)",
+        new_values.join(", ")
+    ));
+}
+
+/// `, events as (insert into operation_events …)`: the events of the changes that pass
+/// `filter` (those that applied), in the batch's order; nothing when it has no events.
+fn push_events<'a>(sql: &mut QueryBuilder<'a, Postgres>, batch: &[&'a Listed], filter: &str) {
+    let events = batch
+        .iter()
+        .enumerate()
+        .flat_map(|(n, listed)| listed.events.iter().map(move |event| (n, event)));
+    for (i, (n, event)) in events.enumerate() {
+        sql.push(match i {
+            0 => {
+                ", events as (insert into operation_events (operation_id, at, kind, actor, detail) \
+                  select operation_id, at, kind, actor, detail from (values ("
+            }
+            _ => ", (",
+        });
+        PushSql::commas(sql)
+            .push_bind(i as i32)
+            .push_bind(n as i32)
+            .push_bind(event.operation_id)
+            .push_bind(event.at)
+            .push_bind(event.kind.as_str())
+            .push_bind(event.actor.as_str())
+            .push_bind(Json(&event.detail));
+        sql.push(")");
+    }
+    if batch.iter().any(|listed| !listed.events.is_empty()) {
+        sql.push(format_args!(
+            ") as e (i, n, operation_id, at, kind, actor, detail) where {filter} order by i)"
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::backend::{SqlBackend as _, SqlStore};
+    use crate::storage::conformance::ledger::{fresh, late_completion, request, start};
+    use crate::storage::postgres::PostgresStore;
+    use crate::storage::testing::{Backend, TestDatabase};
+    use app::ledger::{decide_claim, Decision, Write};
+    use futures_util::future::join_all;
+    use sqlx::{Connection, PgConnection};
+
+    async fn migrated(db: &TestDatabase) -> SqlStore<PostgresStore> {
+        let store = PostgresStore::open(db.url()).await.unwrap();
+        store.migrate().await.unwrap();
+        SqlStore(store)
+    }
+
+    /// A new key's claim of `key`, decided now, as the ledger lists it.
+    fn new_key_claim(key: &str) -> Listed {
+        let decision = decide_claim(
+            None,
+            &request("billing", key, "refund"),
+            "agent:t",
+            fresh(),
+            Utc::now(),
+        );
+        let [Write::Insert(operation)] = decision.writes.as_slice() else {
+            panic!("a new key's claim inserts: {:?}", decision.writes);
+        };
+        Listed {
+            change: RowChange::NewKeyClaim(operation.clone()),
+            events: decision.state_events(),
+        }
+    }
+
+    /// A decided report of a pending operation as the ledger lists it.
+    fn unchanged_update<T>(before: &Operation, decision: &Decision<T>) -> Listed {
+        let [Write::Update {
+            after,
+            expected_status,
+        }] = decision.writes.as_slice()
+        else {
+            panic!("a report updates: {:?}", decision.writes);
+        };
+        Listed {
+            change: RowChange::UnchangedUpdate {
+                after: after.clone(),
+                expected_status: *expected_status,
+                lease_token: before
+                    .lease
+                    .as_ref()
+                    .unwrap()
+                    .token_hash
+                    .as_str()
+                    .to_owned(),
+                read_updated_at: before.updated_at,
+            },
+            events: decision.state_events(),
+        }
+    }
+
+    async fn count(pool: &PgPool, sql: &str) -> i64 {
+        sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+    }
+
+    /// Changes sent together are written by one statement; a second claim of a key in the same
+    /// batch, and a claim of a key already live, apply not, and write no event.
+    #[tokio::test]
+    async fn changes_sent_together_share_one_commit_and_apply_each_on_its_own() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = migrated(&db).await;
+        start(&store, &request("billing", "live", "refund")).await;
+        let group = &store.0.group_commit;
+        let mut listed: Vec<Listed> = (0..20).map(|i| new_key_claim(&format!("k-{i}"))).collect();
+        listed.push(new_key_claim("k-3"));
+        listed.push(new_key_claim("live"));
+        let (commits, changes) = (group.commits(), group.changes());
+
+        let applied: Vec<bool> = join_all(listed.into_iter().map(|l| group.write(l)))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+
+        assert_eq!(group.commits() - commits, 1, "one statement for the batch");
+        assert_eq!(group.changes() - changes, 22);
+        assert_eq!(applied.iter().filter(|&&a| a).count(), 20, "{applied:?}");
+        assert!(
+            applied[3] != applied[20],
+            "one claim of k-3 applies: {applied:?}"
+        );
+        assert!(!applied[21], "the live key is taken");
+        let pool = &store.0.pool;
+        assert_eq!(count(pool, "select count(*) from operations").await, 21);
+        assert_eq!(
+            count(pool, "select count(*) from operation_events").await,
+            21,
+            "one claimed event per operation, none for the claims held back"
+        );
+        store.0.close().await;
+    }
+
+    /// Two reports of one pending operation decided from the same read and written in one
+    /// batch: one applies, with its events; the other writes nothing.
+    #[tokio::test]
+    async fn two_reports_of_one_operation_in_a_batch_apply_once() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = migrated(&db).await;
+        let (before, token) = start(&store, &request("billing", "order-1", "refund")).await;
+        let first = unchanged_update(&before, &late_completion(&before, &token, "agent:a"));
+        let second = unchanged_update(&before, &late_completion(&before, &token, "agent:b"));
+        let group = &store.0.group_commit;
+        let commits = group.commits();
+
+        let (a, b) = tokio::join!(group.write(first), group.write(second));
+
+        assert_eq!(group.commits() - commits, 1);
+        assert!(a.unwrap() ^ b.unwrap(), "exactly one report applies");
+        let actors: Vec<String> = sqlx::query_scalar(
+            "select actor from operation_events where operation_id = $1 order by seq",
+        )
+        .bind(before.id)
+        .fetch_all(&store.0.pool)
+        .await
+        .unwrap();
+        assert_eq!(actors.len(), 2, "claimed, then one completion: {actors:?}");
+        assert!(matches!(actors[1].as_str(), "agent:a" | "agent:b"));
+        store.0.close().await;
+    }
+
+    /// A batch PostgreSQL refuses as a whole (here an event of an operation that does not
+    /// exist breaks a foreign key) is written again change by change: the others apply, the
+    /// broken one alone is refused, and nothing of it is written.
+    #[tokio::test]
+    async fn a_change_that_breaks_the_batch_is_refused_alone() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = migrated(&db).await;
+        let (before, token) = start(&store, &request("billing", "order-1", "refund")).await;
+        let mut broken = unchanged_update(&before, &late_completion(&before, &token, "agent:b"));
+        broken.events[0].operation_id = uuid::Uuid::now_v7();
+        let group = &store.0.group_commit;
+
+        let (a, b, c) = tokio::join!(
+            group.write(new_key_claim("a")),
+            group.write(broken),
+            group.write(new_key_claim("c")),
+        );
+
+        assert!(a.unwrap() && c.unwrap(), "the others apply");
+        assert!(b.is_err(), "the broken change is refused: {b:?}");
+        let pool = &store.0.pool;
+        assert_eq!(count(pool, "select count(*) from operations").await, 3);
+        let status: String = sqlx::query_scalar("select status from operations where id = $1")
+            .bind(before.id)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(status, "pending", "the broken report changed nothing");
+        assert_eq!(
+            count(pool, "select count(*) from operation_events").await,
+            3
+        );
+        store.0.close().await;
+    }
+
+    /// The connection is killed while a batch waits in PostgreSQL (blocked by a lock another
+    /// session holds): every change of the batch is answered, none as written, and nothing of
+    /// it was committed; the next batch is written on a new connection.
+    #[tokio::test]
+    async fn a_batch_whose_connection_is_killed_answers_every_change_and_acknowledges_none() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = migrated(&db).await;
+        let mut blocker = PgConnection::connect(db.url()).await.unwrap();
+        let mut blocking = blocker.begin().await.unwrap();
+        sqlx::query("lock table operations in share mode")
+            .execute(&mut *blocking)
+            .await
+            .unwrap();
+        let group = store.0.group_commit.clone();
+        let batch = tokio::spawn(async move {
+            let claims = (0..10).map(|i| group.write(new_key_claim(&format!("k-{i}"))));
+            join_all(claims).await
+        });
+
+        let killed = kill_blocked_batch(&store.0.pool).await;
+        let answers = tokio::time::timeout(std::time::Duration::from_secs(10), batch)
+            .await
+            .expect("every change is answered")
+            .unwrap();
+        blocking.rollback().await.unwrap();
+
+        assert!(killed, "the batch's connection was killed");
+        assert_eq!(answers.len(), 10);
+        for answer in &answers {
+            assert!(
+                matches!(answer, Err(StoreError::Unavailable(_))),
+                "no change is acknowledged: {answer:?}"
+            );
+        }
+        let pool = &store.0.pool;
+        assert_eq!(count(pool, "select count(*) from operations").await, 0);
+        assert_eq!(
+            count(pool, "select count(*) from operation_events").await,
+            0
+        );
+        let again = store.0.group_commit.write(new_key_claim("k-0")).await;
+        assert!(again.unwrap(), "the next batch is written");
+        assert_eq!(count(pool, "select count(*) from operations").await, 1);
+        store.0.close().await;
+    }
+
+    /// Terminates the backend running a batch's statement once it waits for a lock; whether
+    /// it found one within a few seconds.
+    async fn kill_blocked_batch(pool: &PgPool) -> bool {
+        for _ in 0..200 {
+            let killed: Option<bool> = sqlx::query_scalar(
+                "select pg_terminate_backend(pid) from pg_stat_activity \
+                 where datname = current_database() and wait_event_type = 'Lock' \
+                 and query like 'with claims%'",
+            )
+            .fetch_optional(pool)
+            .await
+            .unwrap();
+            if killed == Some(true) {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        false
+    }
+}
