@@ -3,8 +3,9 @@
 //! The statements are the same text on SQLite and PostgreSQL (sqlx binds `$N` on both); what
 //! differs comes from the `Dialect` (the row lock, the clock) and from [`LedgerBackend`]: how
 //! a change is written (on SQLite many changes share one commit on the one writer; on
-//! PostgreSQL each is a transaction, and changes are announced by a trigger inside it), how
-//! a key and its clock are read, and the shortcuts each database takes past the write lock.
+//! PostgreSQL a change decided under a row lock is a transaction of its own, and the changes
+//! that are only rows to write share statements: group commit), how a key and its clock are
+//! read, and the shortcuts each database takes past the write lock.
 
 use app::domain::{IdempotencyKey, Namespace, ToolName, ToolPolicy};
 use app::ledger::{

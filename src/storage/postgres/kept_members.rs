@@ -3,8 +3,9 @@
 //! replaced once that process has answered.
 //!
 //! Every process is a member (table `kept_members`): it listens to the operation
-//! announcements (`idem_operations`, sent by a trigger inside each changing transaction, so
-//! delivered when it commits) and forgets the key of each, and it holds a lease renewed by a
+//! announcements (`idem_operations`; for a change that replaced a final outcome or retired
+//! an operation, sent by a trigger inside its transaction, so delivered when it commits)
+//! and forgets the key of each, and it holds a lease renewed by a
 //! beat every second. A change that replaced a final outcome (an expiry by hand, a new
 //! attempt) takes a *fence* after it commits — a number from `kept_fences`, notified on
 //! `idem_kept_fences` — and answers its caller only once every member whose lease is live

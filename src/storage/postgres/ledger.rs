@@ -174,8 +174,9 @@ impl LedgerBackend for PostgresStore {
         self.membership.as_ref()?.rows()
     }
 
-    /// One transaction per change: PostgreSQL commits concurrent transactions together
-    /// itself. Its changes are announced to every process once it has committed.
+    /// One transaction per change decided under a row lock (those that are only rows to
+    /// write go to `group_commit` instead). Its changes are announced to every process once
+    /// it has committed.
     async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
