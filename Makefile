@@ -92,15 +92,17 @@ bench: build
 	cargo run --release -p idem-bench -- --out bench/results $(BENCH_ARGS)
 
 # The peer comparison (not part of `make test`): Restate, from npm, called with idempotency
-# keys next to idem in one run; the table goes to bench/results/peers.md and peers.json.
+# keys next to idem in one run, each by the bench's own client and by wrk (Debian's, an
+# external load generator); the tables go to bench/results/peers.md and peers.json.
 # PEERS_ARGS passes options, e.g. PEERS_ARGS="--seconds 3 --concurrency 1,16,32,64".
 PEERS_ARGS ?= --concurrency 1,16,32,64
 RESTATE_DIR := bench/peers/restate
 
-## bench-peers: measure Restate's idempotent calls next to idem's (about 6 minutes; needs Node.js)
+## bench-peers: measure Restate's idempotent calls next to idem's (about 12 minutes; needs Node.js)
 # `build` as for `make bench`: a plain `cargo build --release` has other compiler flags than
 # cargo-leptos's (type-erased views) and would rebuild every dependency, twice over.
 bench-peers: build $(RESTATE_DIR)/node_modules/.package-lock.json
+	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip idem's PostgreSQL rows !!!" >&2
 	cargo run --release -p idem-bench -- --peers --restate-dir $(RESTATE_DIR) --out bench/results $(PEERS_ARGS)
 

@@ -69,16 +69,14 @@ impl IdemServer {
         })
     }
 
-    /// An HTTP client sending the API key; keep-alive is reqwest's default.
-    pub fn client(&self) -> reqwest::Client {
-        let mut headers = HeaderMap::new();
-        let bearer = HeaderValue::from_str(&format!("Bearer {}", self.api_key))
-            .expect("an API key is a valid header value");
-        headers.insert(AUTHORIZATION, bearer);
-        reqwest::Client::builder()
-            .default_headers(headers)
-            .build()
-            .expect("an HTTP client")
+    /// The `Authorization` header's value that carries the API key.
+    pub fn authorization(&self) -> String {
+        format!("Bearer {}", self.api_key)
+    }
+
+    /// Where an agent reaches this server, with its API key.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint::new(&self.base, &self.authorization())
     }
 
     /// Stops the server and waits until it has drained and closed its database.
@@ -88,11 +86,36 @@ impl IdemServer {
     }
 }
 
+/// One idem server as an agent reaches it: its address and a client sending the API key.
+#[derive(Clone)]
+pub struct Endpoint {
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Endpoint {
+    /// An HTTP client sending `authorization` (`Bearer …`); keep-alive is reqwest's default.
+    pub fn new(base: &str, authorization: &str) -> Self {
+        let mut headers = HeaderMap::new();
+        let bearer =
+            HeaderValue::from_str(authorization).expect("an API key is a valid header value");
+        headers.insert(AUTHORIZATION, bearer);
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .build()
+            .expect("an HTTP client");
+        Self {
+            base: base.to_owned(),
+            client,
+        }
+    }
+}
+
 /// One agent's view of idem: claims, completions, replays and duplicates over HTTP.
 pub struct IdemHttp {
     scenario: Scenario,
-    client: reqwest::Client,
-    base: String,
+    /// The servers of one ledger; task `t` sends all its requests to `endpoints[t % len]`.
+    endpoints: Vec<Endpoint>,
     /// Unique per run, so new keys never meet earlier runs' keys.
     prefix: String,
     /// Keys completed before the run, for replays.
@@ -113,11 +136,20 @@ impl IdemHttp {
     /// Prepares a scenario: completes the keys replays need and claims the key duplicates
     /// hit (its lease, 30 s by default, outlasts a run of at most 20 s).
     pub async fn prepare(server: &IdemServer, scenario: Scenario) -> Result<Self, StepError> {
+        Self::prepare_on(vec![server.endpoint()], scenario).await
+    }
+
+    /// Prepares a scenario on the servers of one ledger (at least one), the tasks spread
+    /// evenly over them; the set-up goes through the first.
+    pub async fn prepare_on(
+        endpoints: Vec<Endpoint>,
+        scenario: Scenario,
+    ) -> Result<Self, StepError> {
+        assert!(!endpoints.is_empty(), "a workload needs a server");
         let prefix = Uuid::new_v4().simple().to_string();
         let mut workload = Self {
             scenario,
-            client: server.client(),
-            base: server.base.clone(),
+            endpoints,
             pending: format!("{prefix}-pending"),
             prefix,
             completed: Vec::new(),
@@ -127,22 +159,38 @@ impl IdemHttp {
         if matches!(scenario, Scenario::IdemReplay | Scenario::IdemMixed) {
             for index in 0..REPLAY_KEYS {
                 let key = format!("{}-done-{index}", workload.prefix);
-                workload.claim_and_complete(&key).await?;
+                workload.claim_and_complete(0, &key).await?;
                 workload.completed.push(key);
             }
         }
         if matches!(scenario, Scenario::IdemDuplicateStorm | Scenario::IdemMixed) {
-            let (status, body) = workload.claim(&workload.pending).await?;
+            let (status, body) = workload.claim(0, &workload.pending).await?;
             expect(status, 201, &body)?;
         }
         Ok(workload)
     }
 
-    async fn claim(&self, key: &str) -> Result<(u16, Vec<u8>), StepError> {
+    /// wrk's load of the same completed keys (`<prefix>-done-<i>`), at `base`.
+    pub fn wrk_target(&self, base: &str, authorization: Option<String>) -> crate::wrk::Target {
+        crate::wrk::Target {
+            base: base.to_owned(),
+            load: crate::wrk::Load::IdemReplay,
+            prefix: self.prefix.clone(),
+            authorization,
+            completed_keys: self.completed.len(),
+        }
+    }
+
+    fn endpoint(&self, task: usize) -> &Endpoint {
+        &self.endpoints[task % self.endpoints.len()]
+    }
+
+    async fn claim(&self, task: usize, key: &str) -> Result<(u16, Vec<u8>), StepError> {
         let body = json!({ "tool": "bench.charge", "args": args(), "key": key });
-        let response = self
+        let endpoint = self.endpoint(task);
+        let response = endpoint
             .client
-            .post(format!("{}/v1/operations", self.base))
+            .post(format!("{}/v1/operations", endpoint.base))
             .json(&body)
             .send()
             .await?;
@@ -156,9 +204,9 @@ impl IdemHttp {
         Some(latency.lock().expect("latency lock").clone())
     }
 
-    async fn claim_and_complete(&self, key: &str) -> Result<(), StepError> {
+    async fn claim_and_complete(&self, task: usize, key: &str) -> Result<(), StepError> {
         let begun = Instant::now();
-        let (status, body) = self.claim(key).await?;
+        let (status, body) = self.claim(task, key).await?;
         expect(status, 201, &body)?;
         if let Some(latency) = &self.claim_latency {
             let micros = begun.elapsed().as_micros().max(1) as u64;
@@ -178,9 +226,10 @@ impl IdemHttp {
         let completion = json!({
             "lease_token": token, "outcome": "succeeded", "result": { "ok": true }
         });
-        let response = self
+        let endpoint = self.endpoint(task);
+        let response = endpoint
             .client
-            .post(format!("{}/v1/operations/{id}/complete", self.base))
+            .post(format!("{}/v1/operations/{id}/complete", endpoint.base))
             .json(&completion)
             .send()
             .await?;
@@ -190,12 +239,12 @@ impl IdemHttp {
 
     async fn replay(&self, task: usize, seq: u64) -> Result<(), StepError> {
         let key = crate::replay_key(&self.completed, task, seq)?;
-        let (status, body) = self.claim(key).await?;
+        let (status, body) = self.claim(task, key).await?;
         expect(status, 200, &body)
     }
 
-    async fn duplicate(&self) -> Result<(), StepError> {
-        let (status, body) = self.claim(&self.pending).await?;
+    async fn duplicate(&self, task: usize) -> Result<(), StepError> {
+        let (status, body) = self.claim(task, &self.pending).await?;
         expect(status, 409, &body)?;
         if contains(&body, b"operation_in_progress") {
             Ok(())
@@ -231,15 +280,17 @@ impl Workload for IdemHttp {
     async fn step(&self, task: usize, seq: u64) -> Result<(), StepError> {
         let new_key = || format!("{}-{task}-{seq}", self.prefix);
         match self.scenario {
-            Scenario::IdemNew | Scenario::IdemNewHalfPeak | Scenario::IdemClaimHalfPeak => {
-                self.claim_and_complete(&new_key()).await
-            }
+            Scenario::IdemNew
+            | Scenario::IdemNewHalfPeak
+            | Scenario::IdemClaimHalfPeak
+            | Scenario::IdemNewOneProcess
+            | Scenario::IdemNewTwoProcesses => self.claim_and_complete(task, &new_key()).await,
             Scenario::IdemReplay => self.replay(task, seq).await,
-            Scenario::IdemDuplicateStorm => self.duplicate().await,
+            Scenario::IdemDuplicateStorm => self.duplicate(task).await,
             Scenario::IdemMixed => match MixedStep::pick(rand::random_range(0..100)) {
-                MixedStep::New => self.claim_and_complete(&new_key()).await,
+                MixedStep::New => self.claim_and_complete(task, &new_key()).await,
                 MixedStep::Replay => self.replay(task, seq).await,
-                MixedStep::Duplicate => self.duplicate().await,
+                MixedStep::Duplicate => self.duplicate(task).await,
             },
             other => Err(StepError::Outcome(format!(
                 "{other:?} is not an idem scenario"

@@ -12,12 +12,14 @@ mod grouped;
 mod idem;
 mod peers;
 mod pgbench;
+mod processes;
 mod report;
 mod runner;
 mod scenario;
 mod sequential;
 mod targets;
 mod throughput;
+mod wrk;
 
 #[cfg(test)]
 mod tests;
@@ -178,11 +180,31 @@ async fn measure_throughput(args: &BenchArgs, collected: &mut Collected) -> anyh
             }
             let rows = throughput::on_database(Engine::Postgres, postgres.url(), args).await?;
             collected.rows.extend(rows);
+            measure_server_processes(postgres.url(), args, collected).await?;
         }
         Err(error) => collected.skip(format!(
             "PostgreSQL rows: the server is unreachable ({error})"
         )),
     }
+    Ok(())
+}
+
+/// One and two `idem serve` processes on the run's PostgreSQL database, when the release
+/// server is built.
+async fn measure_server_processes(
+    url: &str,
+    args: &BenchArgs,
+    collected: &mut Collected,
+) -> anyhow::Result<()> {
+    if !args.idem_bin.is_file() {
+        collected.skip(format!(
+            "server process rows: no {} (build it with `make build`)",
+            args.idem_bin.display()
+        ));
+        return Ok(());
+    }
+    let rows = processes::on_postgres(url, args).await?;
+    collected.rows.extend(rows);
     Ok(())
 }
 

@@ -2,11 +2,15 @@
 //! run on this machine. Restate (restate-server from npm and a trivial handler) is called
 //! through its ingress with an `idempotency-key`: new keys, then repeated keys of completed
 //! calls. Then idem does its counterparts, new claim + complete and replay, on SQLite and on
-//! PostgreSQL. The table with idem/Restate per concurrency goes to `peers.md` and `peers.json`.
+//! PostgreSQL. Each step is measured twice: by the bench's own client and by wrk, an external
+//! load generator, so that neither side is judged only by a client that lives beside idem.
+//! The table with idem/Restate per concurrency and client, and issue #33's targets in both
+//! views, go to `peers.md` and `peers.json`.
 
 mod ingress;
 mod restate;
 mod table;
+mod targets;
 
 use anyhow::Context;
 use clap::Args;
@@ -17,11 +21,12 @@ use super::idem::{IdemHttp, IdemServer};
 use super::report::RunResult;
 use super::runner::{self, Workload};
 use super::scenario::Scenario;
+use super::wrk::{self, Load, Wrk};
 use super::BenchArgs;
 use ::idem::storage::testing::{Backend, TestDatabase};
 use ingress::RestateCalls;
 use restate::{RestateFacts, RestatePeer};
-use table::{PeerReport, PeerRow, Step, System};
+use table::{Client, PeerReport, PeerRow, Step, System};
 
 /// Options of `idem-bench` for the peer comparison.
 #[derive(Debug, Clone, Args)]
@@ -50,35 +55,52 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<()> {
 }
 
 async fn measure(args: &BenchArgs) -> anyhow::Result<PeerReport> {
-    let mut rows = Vec::new();
-    let restate = on_restate(args, &mut rows).await?;
     let mut skipped = Vec::new();
+    let wrk = Wrk::find()
+        .map_err(|why| skip(&mut skipped, format!("the wrk rows: {why:#}")))
+        .ok();
+    let external = wrk.as_ref();
+    let mut rows = Vec::new();
+    let restate = on_restate(args, external, &mut rows).await?;
     let sqlite = TestDatabase::create(Backend::Sqlite).await;
-    rows.extend(on_idem(System::IdemSqlite, sqlite.url(), args).await?);
+    rows.extend(on_idem(System::IdemSqlite, sqlite.url(), args, external).await?);
     drop(sqlite);
     match TestDatabase::postgres_on(&args.postgres_url).await {
-        Ok(postgres) => rows.extend(on_idem(System::IdemPostgres, postgres.url(), args).await?),
-        Err(error) => {
-            let why = format!("idem on PostgreSQL: the server is unreachable ({error})");
-            eprintln!("!!! SKIPPING {why} !!!");
-            skipped.push(why);
+        Ok(postgres) => {
+            rows.extend(on_idem(System::IdemPostgres, postgres.url(), args, external).await?);
         }
+        Err(error) => skip(
+            &mut skipped,
+            format!("idem on PostgreSQL: the server is unreachable ({error})"),
+        ),
     }
+    let comparison = table::compare(&rows);
     Ok(PeerReport {
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         seconds_per_scenario: args.seconds,
         runs: args.runs(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         restate,
-        comparison: table::compare(&rows),
+        targets: targets::targets(&comparison),
+        comparison,
         rows,
         skipped,
     })
 }
 
+/// Records, loudly, a part that did not run.
+fn skip(skipped: &mut Vec<String>, why: String) {
+    eprintln!("!!! SKIPPING {why} !!!");
+    skipped.push(why);
+}
+
 /// Starts Restate, measures it, and stops it before idem runs, so the two never share the
 /// cores.
-async fn on_restate(args: &BenchArgs, rows: &mut Vec<PeerRow>) -> anyhow::Result<RestateFacts> {
+async fn on_restate(
+    args: &BenchArgs,
+    external: Option<&Wrk>,
+    rows: &mut Vec<PeerRow>,
+) -> anyhow::Result<RestateFacts> {
     eprintln!(
         "starting Restate from {}…",
         args.peers.restate_dir.display()
@@ -86,23 +108,44 @@ async fn on_restate(args: &BenchArgs, rows: &mut Vec<PeerRow>) -> anyhow::Result
     let peer = RestatePeer::start(&args.peers.restate_dir)
         .await
         .context("starting Restate")?;
+    let prepare = async |step: Step| {
+        RestateCalls::prepare(&peer.ingress, step)
+            .await
+            .with_context(|| format!("preparing Restate's {}", step.label()))
+    };
     for step in Step::ALL {
         for concurrency in args.concurrencies() {
             let calls = async || -> anyhow::Result<Arc<dyn Workload>> {
-                let calls = RestateCalls::prepare(&peer.ingress, step)
-                    .await
-                    .with_context(|| format!("preparing Restate's {}", step.label()))?;
-                Ok(Arc::new(calls) as Arc<dyn Workload>)
+                Ok(Arc::new(prepare(step).await?) as Arc<dyn Workload>)
             };
             rows.push(run_for(System::Restate, step, concurrency, args, calls).await?);
+            let Some(generator) = external else { continue };
+            let target = async || -> anyhow::Result<wrk::Target> {
+                Ok(match step {
+                    Step::New => wrk::Target::new_keys(&peer.ingress, Load::RestateNew, None),
+                    Step::Replay => prepare(step).await?.wrk_target(&peer.ingress),
+                })
+            };
+            let measure = WrkMeasure::new(System::Restate, step, concurrency, args);
+            rows.push(measure.run(generator, target).await?);
         }
     }
     Ok(peer.stop())
 }
 
 /// idem on one fresh database: new claim + complete, then replay.
-async fn on_idem(system: System, url: &str, args: &BenchArgs) -> anyhow::Result<Vec<PeerRow>> {
+async fn on_idem(
+    system: System,
+    url: &str,
+    args: &BenchArgs,
+    external: Option<&Wrk>,
+) -> anyhow::Result<Vec<PeerRow>> {
     let server = IdemServer::start(url).await?;
+    let prepare = async |scenario: Scenario| {
+        IdemHttp::prepare(&server, scenario)
+            .await
+            .with_context(|| format!("preparing {}", scenario.label()))
+    };
     let mut rows = Vec::new();
     for step in Step::ALL {
         let scenario = match step {
@@ -111,12 +154,21 @@ async fn on_idem(system: System, url: &str, args: &BenchArgs) -> anyhow::Result<
         };
         for concurrency in args.concurrencies() {
             let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
-                let workload = IdemHttp::prepare(&server, scenario)
-                    .await
-                    .with_context(|| format!("preparing {}", scenario.label()))?;
-                Ok(Arc::new(workload) as Arc<dyn Workload>)
+                Ok(Arc::new(prepare(scenario).await?) as Arc<dyn Workload>)
             };
             rows.push(run_for(system, step, concurrency, args, workload).await?);
+            let Some(generator) = external else { continue };
+            let target = async || -> anyhow::Result<wrk::Target> {
+                let authorization = Some(server.authorization());
+                Ok(match step {
+                    Step::New => wrk::Target::new_keys(&server.base, Load::IdemNew, authorization),
+                    Step::Replay => prepare(scenario)
+                        .await?
+                        .wrk_target(&server.base, authorization),
+                })
+            };
+            let measure = WrkMeasure::new(system, step, concurrency, args);
+            rows.push(measure.run(generator, target).await?);
         }
     }
     server.stop().await;
@@ -144,5 +196,59 @@ async fn run_for(
         }
         runs.push(RunResult::from(&measured));
     }
-    Ok(PeerRow::from_runs(system, step, concurrency, &runs))
+    let client = Client::InProcess;
+    Ok(PeerRow::from_runs(system, step, client, concurrency, &runs))
+}
+
+/// One row measured by wrk, `--runs` times.
+struct WrkMeasure<'a> {
+    system: System,
+    step: Step,
+    concurrency: usize,
+    args: &'a BenchArgs,
+}
+
+impl<'a> WrkMeasure<'a> {
+    fn new(system: System, step: Step, concurrency: usize, args: &'a BenchArgs) -> Self {
+        Self {
+            system,
+            step,
+            concurrency,
+            args,
+        }
+    }
+
+    /// Runs wrk on a target made for each run (new keys never meet an earlier run's).
+    async fn run(
+        self,
+        wrk: &Wrk,
+        target: impl AsyncFn() -> anyhow::Result<wrk::Target>,
+    ) -> anyhow::Result<PeerRow> {
+        let (who, what, runs) = (self.system.label(), self.step.label(), self.args.runs());
+        let mut results = Vec::with_capacity(runs);
+        for run in 1..=runs {
+            let concurrency = self.concurrency;
+            eprint!("{who}: {what} at concurrency {concurrency} by wrk, run {run}/{runs}… ");
+            let summary = wrk
+                .run(&target().await?, concurrency, self.args.duration())
+                .await?;
+            let result = summary.run_result();
+            eprintln!("{:.0}/s", result.throughput);
+            if summary.errors() > 0 {
+                eprintln!(
+                    "  {} errors; the first unexpected answer: {}",
+                    summary.errors(),
+                    summary.first_unexpected
+                );
+            }
+            results.push(result);
+        }
+        Ok(PeerRow::from_runs(
+            self.system,
+            self.step,
+            Client::Wrk,
+            self.concurrency,
+            &results,
+        ))
+    }
 }

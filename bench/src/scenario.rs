@@ -42,6 +42,11 @@ pub enum Scenario {
     GroupedSqliteClaimComplete,
     /// idem over HTTP: claim a new key, then complete it.
     IdemNew,
+    /// idem as one `idem serve` process on PostgreSQL: claim a new key, then complete it.
+    IdemNewOneProcess,
+    /// Two `idem serve` processes on one PostgreSQL database, the client's tasks split
+    /// between them: claim a new key, then complete it at the same process.
+    IdemNewTwoProcesses,
     /// idem over HTTP: new claim+complete started at half of the peak `IdemNew` rate, as
     /// independent agents arrive (an open loop), to read the latency at half of peak.
     IdemNewHalfPeak,
@@ -155,6 +160,10 @@ impl Scenario {
             Scenario::SequentialSqliteClaimComplete => "floor: sequential rusqlite claim+complete",
             Scenario::GroupedSqliteClaimComplete => "floor: grouped rusqlite claim+complete",
             Scenario::IdemNew => "idem: new claim+complete",
+            Scenario::IdemNewOneProcess => "idem: new claim+complete, one server process",
+            Scenario::IdemNewTwoProcesses => {
+                "idem: new claim+complete, two server processes on one database"
+            }
             Scenario::IdemNewHalfPeak => "idem: new claim+complete, open loop at half of peak",
             Scenario::IdemClaimHalfPeak => "idem: its claims alone, open loop at half of peak",
             Scenario::IdemReplay => "idem: replay",
@@ -187,7 +196,11 @@ impl Scenario {
             | Scenario::PgbenchUnannouncedClaimComplete
             | Scenario::SequentialSqliteClaimComplete
             | Scenario::GroupedSqliteClaimComplete => None,
-            Scenario::IdemNew | Scenario::IdemMixed => Some(Scenario::StoreClaimComplete),
+            Scenario::IdemNew | Scenario::IdemMixed | Scenario::IdemNewOneProcess => {
+                Some(Scenario::StoreClaimComplete)
+            }
+            // Read against one process of the same kind, started the same way.
+            Scenario::IdemNewTwoProcesses => Some(Scenario::IdemNewOneProcess),
             Scenario::IdemReplay | Scenario::IdemDuplicateStorm => Some(Scenario::AxumHello),
             Scenario::IdemNewHalfPeak | Scenario::IdemClaimHalfPeak | Scenario::Dashboard(_) => {
                 None
@@ -238,6 +251,14 @@ mod tests {
             (Scenario::IdemMixed, Some(Scenario::StoreClaimComplete)),
             (Scenario::IdemReplay, Some(Scenario::AxumHello)),
             (Scenario::IdemDuplicateStorm, Some(Scenario::AxumHello)),
+            (
+                Scenario::IdemNewOneProcess,
+                Some(Scenario::StoreClaimComplete),
+            ),
+            (
+                Scenario::IdemNewTwoProcesses,
+                Some(Scenario::IdemNewOneProcess),
+            ),
         ];
         for (scenario, floor) in cases {
             assert_eq!(scenario.floor(), floor, "{scenario:?}");

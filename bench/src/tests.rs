@@ -13,6 +13,7 @@ use super::runner::run_for;
 use super::scenario::Scenario;
 use super::sequential::SequentialSqlite;
 use super::throughput::migrated_sqlite_file;
+use super::wrk::{Load, Target, Wrk};
 use ::idem::storage::testing::{Backend, TestDatabase};
 use ::idem::storage::Database;
 
@@ -103,5 +104,91 @@ async fn the_grouped_floor_writes_the_same_operations_in_fewer_commits() {
         "{} commits for {} pairs",
         workload.commits(),
         measured.ok
+    );
+}
+
+/// wrk, or `None` after saying loudly that the test is skipped (`make bench-peers` installs
+/// it; `apt-get install wrk`).
+fn wrk_or_skip() -> Option<Wrk> {
+    match Wrk::find() {
+        Ok(wrk) => Some(wrk),
+        Err(why) => {
+            eprintln!("!!! SKIPPING a wrk test: {why:#} !!!");
+            None
+        }
+    }
+}
+
+/// wrk's new pairs are completions answered 200; a completion in flight when wrk stopped may
+/// still commit, so the ledger holds at most one more per connection than wrk counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_pairs_driven_by_wrk_are_counted_as_the_ledger_holds_them() {
+    let Some(wrk) = wrk_or_skip() else { return };
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    let server = IdemServer::start(database.url())
+        .await
+        .expect("idem starts");
+    let target = Target::new_keys(&server.base, Load::IdemNew, Some(server.authorization()));
+    let connections = 4;
+    let summary = wrk
+        .run(&target, connections, Duration::from_secs(1))
+        .await
+        .expect("wrk runs");
+    server.stop().await;
+
+    assert!(summary.ok > 0, "{summary:?}");
+    assert_eq!(summary.errors(), 0, "{summary:?}");
+    assert!(
+        summary.requests >= 2 * summary.ok,
+        "a pair is a claim and a completion: {summary:?}"
+    );
+    let succeeded = succeeded_operations(database.url()).await;
+    assert!(
+        (summary.ok..=summary.ok + connections as u64).contains(&succeeded),
+        "wrk counted {} pairs, the ledger holds {succeeded}",
+        summary.ok
+    );
+}
+
+/// wrk's replays are claims of the completed keys the bench prepared, answered 200; a
+/// prefix whose keys were never completed is answered 201 and counted as unexpected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_driven_by_wrk_ask_for_the_prepared_keys_and_nothing_else() {
+    let Some(wrk) = wrk_or_skip() else { return };
+    let database = TestDatabase::create(Backend::Sqlite).await;
+    let server = IdemServer::start(database.url())
+        .await
+        .expect("idem starts");
+    let prepared = IdemHttp::prepare(&server, Scenario::IdemReplay)
+        .await
+        .expect("prepared");
+    let target = prepared.wrk_target(&server.base, Some(server.authorization()));
+    let replays = wrk
+        .run(&target, 2, Duration::from_secs(1))
+        .await
+        .expect("wrk runs");
+    let stranger = Target {
+        prefix: "never-completed".into(),
+        ..target.clone()
+    };
+    let strangers = wrk
+        .run(&stranger, 2, Duration::from_secs(1))
+        .await
+        .expect("wrk runs");
+    server.stop().await;
+
+    assert!(replays.ok > 0, "{replays:?}");
+    assert_eq!(replays.errors(), 0, "{replays:?}");
+    assert_eq!(replays.ok, replays.requests, "every answer a replay");
+    assert_eq!(
+        succeeded_operations(database.url()).await,
+        target.completed_keys as u64,
+        "replays wrote no operation"
+    );
+    assert_eq!(strangers.ok, 0, "{strangers:?}");
+    assert!(strangers.unexpected > 0, "{strangers:?}");
+    assert!(
+        strangers.first_unexpected.starts_with("201 "),
+        "{strangers:?}"
     );
 }

@@ -244,7 +244,7 @@ async fn half_peak(
 }
 
 /// One row to measure, `runs` times.
-struct Measure {
+pub(super) struct Measure {
     scenario: Scenario,
     database: Option<Engine>,
     concurrency: usize,
@@ -253,7 +253,7 @@ struct Measure {
 }
 
 impl Measure {
-    fn new(
+    pub(super) fn new(
         scenario: Scenario,
         database: Option<Engine>,
         concurrency: usize,
@@ -269,7 +269,7 @@ impl Measure {
     }
 
     /// Measures each run on a workload made for it, and reports the medians.
-    async fn run(
+    pub(super) async fn run(
         self,
         workload: impl AsyncFn() -> anyhow::Result<Arc<dyn Workload>>,
     ) -> anyhow::Result<Row> {

@@ -5,7 +5,7 @@
 
 mod insert;
 mod seed;
-mod server;
+pub(crate) mod server;
 
 use anyhow::Context;
 use app::domain::{Namespace, Role, Username};

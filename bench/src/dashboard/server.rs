@@ -29,6 +29,15 @@ impl ChildServer {
     /// Starts `idem serve` (the binary `idem_bin`) on the database with its defaults (except
     /// a free port), its output in a log file, and waits until it answers.
     pub async fn start(idem_bin: &std::path::Path, database_url: &str) -> anyhow::Result<Self> {
+        Self::start_with(idem_bin, database_url, &[]).await
+    }
+
+    /// As [`ChildServer::start`], with more options of `idem serve`.
+    pub async fn start_with(
+        idem_bin: &std::path::Path,
+        database_url: &str,
+        options: &[&str],
+    ) -> anyhow::Result<Self> {
         let port = free_port()?;
         let log = std::env::temp_dir().join(format!("idem-bench-serve-{port}.log"));
         let output =
@@ -37,6 +46,7 @@ impl ChildServer {
             .arg("serve")
             .args(["--bind", &format!("127.0.0.1:{port}")])
             .args(["--database-url", database_url])
+            .args(options)
             .stdin(Stdio::null())
             .stdout(output.try_clone()?)
             .stderr(output)

@@ -80,6 +80,17 @@ impl RestateCalls {
         }
     }
 
+    /// wrk's load of the same repeated keys, on the ingress at `base`.
+    pub fn wrk_target(&self, base: &str) -> crate::wrk::Target {
+        crate::wrk::Target {
+            base: base.to_owned(),
+            load: crate::wrk::Load::RestateReplay,
+            prefix: self.prefix.clone(),
+            authorization: None,
+            completed_keys: self.completed.len(),
+        }
+    }
+
     async fn replay(&self, task: usize, seq: u64) -> Result<(), StepError> {
         let key = crate::replay_key(&self.completed, task, seq)?;
         let headers = self.send(key).await?;

@@ -167,6 +167,7 @@ pub fn targets(rows: &[Row], resources: &[Resource], peers: &PeerRates) -> Vec<T
         Goal::AtLeast(0.7),
     ));
     targets.push(postgres_group_commit(rows));
+    targets.push(two_processes(rows));
     for engine in [Engine::Sqlite, Engine::Postgres] {
         targets.push(latency_at_half_peak(rows, engine));
     }
@@ -201,6 +202,19 @@ fn postgres_group_commit(rows: &[Row]) -> TargetResult {
             "/s",
         ),
         Goal::AtLeast(2.0),
+    )
+}
+
+/// Issue #33: a second idem process on the same PostgreSQL database adds throughput.
+fn two_processes(rows: &[Row]) -> TargetResult {
+    let postgres = Some(Engine::Postgres);
+    let one = throughput(rows, Scenario::IdemNewOneProcess, postgres, 64);
+    evaluate(
+        "two idem processes on one PostgreSQL database, new claim+complete at 64 ≥ 1.6× one process".into(),
+        throughput(rows, Scenario::IdemNewTwoProcesses, postgres, 64),
+        "/s",
+        this_run("idem: new claim+complete, one server process, at 64", one, "/s"),
+        Goal::AtLeast(1.6),
     )
 }
 

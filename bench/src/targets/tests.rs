@@ -195,3 +195,30 @@ fn postgres_group_commit_is_read_against_the_unannounced_pgbench_floor() {
     assert_eq!(measured.ratio, Some(1.5));
     assert_eq!(measured.verdict, Verdict::NotMet, "3 000 < 2 × 2 000");
 }
+
+#[test]
+fn two_processes_are_read_against_one_process_started_the_same_way() {
+    let postgres = Some(Engine::Postgres);
+    let target = "two idem processes on one PostgreSQL database";
+    let in_process = row(Scenario::IdemNew, postgres, 64, 1_000.0);
+    let two = row(Scenario::IdemNewTwoProcesses, postgres, 64, 1_700.0);
+    let alone = targets(
+        &[in_process.clone(), two.clone()],
+        &[],
+        &PeerRates::default(),
+    );
+    assert_eq!(
+        find(&alone, target).verdict,
+        Verdict::NotMeasured,
+        "the in-process row is not the reference"
+    );
+
+    let one = row(Scenario::IdemNewOneProcess, postgres, 64, 1_000.0);
+    let met = targets(&[one.clone(), two], &[], &PeerRates::default());
+    assert_eq!(find(&met, target).ratio, Some(1.7));
+    assert_eq!(find(&met, target).verdict, Verdict::Met);
+
+    let short = row(Scenario::IdemNewTwoProcesses, postgres, 64, 1_500.0);
+    let not_met = targets(&[one, short], &[], &PeerRates::default());
+    assert_eq!(find(&not_met, target).verdict, Verdict::NotMet, "1.5 < 1.6");
+}

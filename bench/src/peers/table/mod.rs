@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::restate::RestateFacts;
 use crate::report::RunResult;
+use crate::targets::{self, TargetResult};
 
 /// Who answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -51,11 +52,35 @@ impl Step {
     }
 }
 
+/// Which load generator sent the requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Client {
+    /// The bench's own tasks (reqwest, keep-alive), in the bench's process.
+    InProcess,
+    /// `wrk` with `bench/src/wrk/load.lua`, a process of its own.
+    Wrk,
+}
+
+impl Client {
+    /// Both, in table order.
+    pub const ALL: [Client; 2] = [Client::InProcess, Client::Wrk];
+
+    /// The name in the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Client::InProcess => "bench client",
+            Client::Wrk => "wrk",
+        }
+    }
+}
+
 /// One measured row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PeerRow {
     pub system: System,
     pub step: Step,
+    pub client: Client,
     pub concurrency: usize,
     /// Successful steps per second.
     pub throughput: f64,
@@ -68,11 +93,18 @@ pub struct PeerRow {
 
 impl PeerRow {
     /// A row from its runs: their medians, and every run's throughput kept.
-    pub fn from_runs(system: System, step: Step, concurrency: usize, runs: &[RunResult]) -> Self {
+    pub fn from_runs(
+        system: System,
+        step: Step,
+        client: Client,
+        concurrency: usize,
+        runs: &[RunResult],
+    ) -> Self {
         let medians = RunResult::medians(runs);
         PeerRow {
             system,
             step,
+            client,
             concurrency,
             throughput: medians.throughput,
             p50_ms: medians.p50_ms,
@@ -83,11 +115,12 @@ impl PeerRow {
     }
 }
 
-/// idem next to Restate for one step kind at one concurrency.
+/// idem next to Restate for one step kind at one concurrency, both driven by one client.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     pub step: Step,
     pub concurrency: usize,
+    pub client: Client,
     pub restate: Option<f64>,
     pub idem_sqlite: Option<f64>,
     /// idem on SQLite's throughput divided by Restate's.
@@ -109,6 +142,8 @@ pub struct PeerReport {
     pub restate: RestateFacts,
     pub rows: Vec<PeerRow>,
     pub comparison: Vec<Comparison>,
+    /// Issue #33's targets against Restate, in each client's view.
+    pub targets: Vec<TargetResult>,
     /// What did not run, and why.
     pub skipped: Vec<String>,
 }
@@ -121,25 +156,30 @@ pub fn ratio(idem: Option<f64>, restate: Option<f64>) -> Option<f64> {
     }
 }
 
-/// One comparison per (step, concurrency) measured on any system, steps in table order and
-/// concurrencies ascending.
+/// One comparison per (step, concurrency, client) measured on any system: steps in table
+/// order, concurrencies ascending, and the two clients' views of each next to each other.
 pub fn compare(rows: &[PeerRow]) -> Vec<Comparison> {
-    let mut keys: Vec<(Step, usize)> = Vec::new();
-    for step in Step::ALL {
-        let mut concurrencies: Vec<usize> = rows
-            .iter()
-            .filter(|row| row.step == step)
-            .map(|row| row.concurrency)
-            .collect();
-        concurrencies.sort_unstable();
-        concurrencies.dedup();
-        keys.extend(concurrencies.into_iter().map(|c| (step, c)));
-    }
+    let mut keys: Vec<(Step, usize, Client)> = rows
+        .iter()
+        .map(|row| (row.step, row.concurrency, row.client))
+        .collect();
+    let order = |(step, concurrency, client): &(Step, usize, Client)| {
+        let step = Step::ALL.iter().position(|s| s == step);
+        let client = Client::ALL.iter().position(|c| c == client);
+        (step, *concurrency, client)
+    };
+    keys.sort_by_key(order);
+    keys.dedup();
     keys.into_iter()
-        .map(|(step, concurrency)| {
+        .map(|(step, concurrency, client)| {
             let throughput = |system| {
                 rows.iter()
-                    .find(|r| r.system == system && r.step == step && r.concurrency == concurrency)
+                    .find(|r| {
+                        r.system == system
+                            && r.step == step
+                            && r.concurrency == concurrency
+                            && r.client == client
+                    })
                     .map(|r| r.throughput)
             };
             let restate = throughput(System::Restate);
@@ -148,6 +188,7 @@ pub fn compare(rows: &[PeerRow]) -> Vec<Comparison> {
             Comparison {
                 step,
                 concurrency,
+                client,
                 restate,
                 idem_sqlite,
                 sqlite_ratio: ratio(idem_sqlite, restate),
@@ -173,15 +214,16 @@ fn mib(value: Option<f64>) -> String {
 /// The ratio table: one line per step and concurrency.
 pub fn comparison_table(comparison: &[Comparison]) -> String {
     let mut table = String::from(
-        "| step | concurrency | Restate ops/s | idem sqlite ops/s | idem/Restate (sqlite) | idem postgres ops/s | idem/Restate (postgres) |\n\
-         |---|---:|---:|---:|---:|---:|---:|\n",
+        "| step | concurrency | client | Restate ops/s | idem sqlite ops/s | idem/Restate (sqlite) | idem postgres ops/s | idem/Restate (postgres) |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|\n",
     );
     for line in comparison {
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             line.step.label(),
             line.concurrency,
+            line.client.label(),
             ops(line.restate),
             ops(line.idem_sqlite),
             times(line.sqlite_ratio),
@@ -195,15 +237,16 @@ pub fn comparison_table(comparison: &[Comparison]) -> String {
 /// Every measured row with its latencies and errors.
 pub fn rows_table(rows: &[PeerRow]) -> String {
     let mut table = String::from(
-        "| system | step | concurrency | ops/s | p50 ms | p99 ms | errors |\n\
-         |---|---|---:|---:|---:|---:|---:|\n",
+        "| system | step | client | concurrency | ops/s | p50 ms | p99 ms | errors |\n\
+         |---|---|---|---:|---:|---:|---:|---:|\n",
     );
     for row in rows {
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {} |",
             row.system.label(),
             row.step.label(),
+            row.client.label(),
             row.concurrency,
             row.throughput,
             row.p50_ms,
@@ -236,8 +279,13 @@ const WHAT_A_STEP_IS: &str = "A step: for a new key, idem's claim (`POST /v1/ope
 201) then complete (200), two HTTP requests; Restate's one ingress call with a fresh \
 `idempotency-key`, which runs the trivial handler and stores its result. For a repeated key, \
 one request answered from the stored outcome (idem: 200 replayed; Restate: 200 with \
-`idempotency-expires`), cycling over 64 completed keys. Same HTTP client (reqwest, \
-keep-alive), same machine, same run; Restate ran first and was stopped before idem started.\n";
+`idempotency-expires`), cycling over 64 completed keys. Same machine, same run; Restate ran first and was stopped \
+before idem started. Each step is measured by two clients: the bench's own (reqwest, \
+keep-alive, in the bench's process, which also hosts idem) and wrk (a process of its own, \
+`bench/src/wrk/load.lua`), with one connection per concurrent caller. In wrk's view a new \
+key of idem's counts when its completion is answered 200, the claim's id and lease read from \
+its 201; latencies are per request there (half a step for idem's new keys), per step in \
+the bench client's.\n";
 
 /// The whole Markdown file.
 pub fn markdown(report: &PeerReport) -> String {
@@ -252,6 +300,8 @@ pub fn markdown(report: &PeerReport) -> String {
     text.push_str(&comparison_table(&report.comparison));
     text.push('\n');
     text.push_str(&rows_table(&report.rows));
+    text.push_str("\n## Targets (issue #33), in each client's view\n\n");
+    text.push_str(&targets::markdown(&report.targets));
     for skipped in &report.skipped {
         let _ = write!(text, "\nSKIPPED: {skipped}\n");
     }
@@ -259,122 +309,4 @@ pub fn markdown(report: &PeerReport) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(system: System, step: Step, concurrency: usize, throughput: f64) -> PeerRow {
-        PeerRow {
-            system,
-            step,
-            concurrency,
-            throughput,
-            p50_ms: 0.5,
-            p99_ms: 4.25,
-            errors: 0,
-            runs: vec![throughput],
-        }
-    }
-
-    #[test]
-    fn a_peer_row_reports_the_medians_of_its_runs_and_keeps_each_rate() {
-        let run = |throughput, p99_ms, errors| RunResult {
-            throughput,
-            p50_ms: p99_ms / 4.0,
-            p99_ms,
-            errors,
-        };
-        let runs = [
-            run(900.0, 8.0, 1),
-            run(1500.0, 2.0, 0),
-            run(1200.0, 40.0, 2),
-        ];
-
-        let row = PeerRow::from_runs(System::Restate, Step::New, 64, &runs);
-
-        assert_eq!(row.throughput, 1200.0);
-        assert_eq!(row.p99_ms, 8.0, "each figure's own median");
-        assert_eq!(row.p50_ms, 2.0);
-        assert_eq!(row.errors, 3, "the errors of every run");
-        assert_eq!(row.runs, [900.0, 1500.0, 1200.0], "in run order");
-    }
-
-    #[test]
-    fn a_ratio_needs_both_sides_and_a_restate_above_zero() {
-        assert_eq!(ratio(Some(3000.0), Some(1500.0)), Some(2.0));
-        assert_eq!(ratio(Some(3000.0), Some(0.0)), None);
-        assert_eq!(ratio(None, Some(1500.0)), None);
-        assert_eq!(ratio(Some(3000.0), None), None);
-    }
-
-    #[test]
-    fn each_step_and_concurrency_compares_idem_with_restate_of_the_same() {
-        let rows = vec![
-            row(System::Restate, Step::New, 64, 1000.0),
-            row(System::Restate, Step::New, 1, 100.0),
-            row(System::Restate, Step::Replay, 64, 10_000.0),
-            row(System::IdemSqlite, Step::New, 1, 50.0),
-            row(System::IdemSqlite, Step::New, 64, 5000.0),
-            row(System::IdemSqlite, Step::Replay, 64, 25_000.0),
-            row(System::IdemPostgres, Step::New, 64, 700.0),
-        ];
-        let comparison = compare(&rows);
-        let summary: Vec<_> = comparison
-            .iter()
-            .map(|c| (c.step, c.concurrency, c.sqlite_ratio, c.postgres_ratio))
-            .collect();
-        assert_eq!(
-            summary,
-            [
-                (Step::New, 1, Some(0.5), None),
-                (Step::New, 64, Some(5.0), Some(0.7)),
-                (Step::Replay, 64, Some(2.5), None),
-            ]
-        );
-        assert_eq!(comparison[1].idem_postgres, Some(700.0));
-    }
-
-    #[test]
-    fn rows_measured_only_on_idem_still_get_a_line_without_a_ratio() {
-        let rows = vec![row(System::IdemSqlite, Step::Replay, 16, 900.0)];
-        let comparison = compare(&rows);
-        assert_eq!(comparison.len(), 1);
-        assert_eq!(comparison[0].restate, None);
-        assert_eq!(comparison[0].sqlite_ratio, None);
-        let table = comparison_table(&comparison);
-        assert!(table.ends_with("| repeated key | 16 | - | 900 | - | - | - |\n"));
-    }
-
-    #[test]
-    fn the_markdown_has_the_facts_both_tables_and_what_was_skipped() {
-        let rows = vec![
-            row(System::Restate, Step::New, 16, 1400.0),
-            row(System::IdemSqlite, Step::New, 16, 2800.0),
-        ];
-        let report = PeerReport {
-            generated_at: "2026-12-01T20:00:00Z".into(),
-            seconds_per_scenario: 3,
-            runs: 3,
-            cores: 2,
-            restate: RestateFacts {
-                server_version: "1.7.12".into(),
-                server_rss_mib_at_rest: Some(269.5),
-                ..RestateFacts::default()
-            },
-            comparison: compare(&rows),
-            rows,
-            skipped: vec!["PostgreSQL rows: unreachable".into()],
-        };
-        let text = markdown(&report);
-        assert!(text.starts_with("# idem bench --peers"));
-        assert!(text.contains(" · medians of 3 runs · "));
-        assert!(text.contains("Restate 1.7.12 (npm"));
-        assert!(text.contains("270 MiB at rest, ? after"));
-        assert!(text.contains("| new key | 16 | 1400 | 2800 | 2.00× | - | - |\n"));
-        assert!(text.contains("| Restate | new key | 16 | 1400 | 0.50 | 4.25 | 0 |\n"));
-        assert!(text.ends_with("SKIPPED: PostgreSQL rows: unreachable\n"));
-        let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["rows"][1]["system"], "idem_sqlite");
-        assert_eq!(json["comparison"][0]["sqlite_ratio"], 2.0);
-        assert_eq!(json["restate"]["server_version"], "1.7.12");
-    }
-}
+mod tests;
