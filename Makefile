@@ -102,7 +102,7 @@ RESTATE_DIR := bench/peers/restate
 # `build` as for `make bench`: a plain `cargo build --release` has other compiler flags than
 # cargo-leptos's (type-erased views) and would rebuild every dependency, twice over.
 bench-peers: build $(RESTATE_DIR)/node_modules/.package-lock.json
-	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+	./.ci/install-tools bench
 	@./.ci/ensure-postgres || echo "!!! PostgreSQL unavailable: the bench will skip idem's PostgreSQL rows !!!" >&2
 	cargo run --release -p idem-bench -- --peers --restate-dir $(RESTATE_DIR) --out bench/results $(PEERS_ARGS)
 

@@ -107,11 +107,14 @@ async fn the_grouped_floor_writes_the_same_operations_in_fewer_commits() {
     );
 }
 
-/// wrk, or `None` after saying loudly that the test is skipped (`make bench-peers` installs
-/// it; `apt-get install wrk`).
+/// wrk, or `None` after saying loudly that the test is skipped (`make test` and `make
+/// bench-peers` install it: `.ci/install-tools`); under CI a missing wrk fails the test.
 fn wrk_or_skip() -> Option<Wrk> {
     match Wrk::find() {
         Ok(wrk) => Some(wrk),
+        Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("wrk is required under CI=true: {why:#}")
+        }
         Err(why) => {
             eprintln!("!!! SKIPPING a wrk test: {why:#} !!!");
             None
