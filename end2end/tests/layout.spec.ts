@@ -1,5 +1,5 @@
-import { expect, test } from '@playwright/test';
-import { admin, agentApi, screenshot, signIn, unique } from './support';
+import { expect, test, type Locator, type Page } from '@playwright/test';
+import { admin, agentApi, createPerson, registerTool, screenshot, signIn, unique } from './support';
 
 const pages = ['/', '/operations', '/approvals', '/unknowns', '/tools', '/admin'];
 
@@ -137,3 +137,166 @@ test.describe('in another time zone', () => {
     await expect(tick).toHaveText(clock);
   });
 });
+
+/** How far the page, and the box around `table`, scroll sideways (0 or less: not at all). */
+async function sidewaysScroll(page: Page, table: Locator) {
+  const pageOverflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+  const tableOverflow = await table.evaluate((t) => t.parentElement!.scrollWidth - t.parentElement!.clientWidth);
+  return { pageOverflow, tableOverflow };
+}
+
+/** The text a person reads in `row` (cells' own text and their labels): its size, and its
+ * contrast against the background it is drawn on. */
+async function textLooks(row: Locator) {
+  return row.evaluate((tr) => {
+    const channels = (color: string) => color.match(/[\d.]+/g)!.map(Number);
+    const luminance = (color: string) => {
+      const [r, g, b] = channels(color).slice(0, 3).map((c) => {
+        const v = c / 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const backdrop = (element: Element) => {
+      for (let at: Element | null = element; at; at = at.parentElement) {
+        const color = getComputedStyle(at).backgroundColor;
+        const alpha = channels(color)[3] ?? 1;
+        if (alpha > 0.5) return color;
+      }
+      return getComputedStyle(document.body).backgroundColor;
+    };
+    const contrast = (text: string, behind: string) => {
+      const [light, dark] = [luminance(text), luminance(behind)].sort((a, b) => b - a);
+      return (light + 0.05) / (dark + 0.05);
+    };
+    const looks: { text: string; size: number; contrast: number }[] = [];
+    for (const cell of tr.querySelectorAll('td, th')) {
+      const label = getComputedStyle(cell, '::before');
+      if (label.content !== 'none' && label.content !== 'normal' && label.display !== 'none') {
+        looks.push({
+          text: `label ${label.content}`,
+          size: Number.parseFloat(label.fontSize),
+          contrast: contrast(label.color, backdrop(cell)),
+        });
+      }
+    }
+    // Disabled controls are dimmed on purpose (and exempt from contrast rules).
+    for (const element of tr.querySelectorAll('*:not(:disabled, :disabled *, option, select *)')) {
+      const own = [...element.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent!.trim());
+      if (!own || !(element as HTMLElement).offsetParent) continue;
+      const style = getComputedStyle(element);
+      looks.push({
+        text: element.textContent!.trim().slice(0, 40),
+        size: Number.parseFloat(style.fontSize),
+        contrast: contrast(style.color, backdrop(element)),
+      });
+    }
+    return looks;
+  });
+}
+
+/** On a 390 px phone, each of `rows` is a card across the phone no taller than `tallest`, its
+ * text legible, its buttons on the screen and clickable; nothing scrolls sideways. */
+async function expectCards(page: Page, table: Locator, rows: Locator[], tallest: number) {
+  const { pageOverflow, tableOverflow } = await sidewaysScroll(page, table);
+  expect(pageOverflow, 'the page does not scroll sideways').toBeLessThanOrEqual(0);
+  expect(tableOverflow, 'nor does the table').toBeLessThanOrEqual(0);
+  for (const row of rows) {
+    await row.scrollIntoViewIfNeeded();
+    const box = (await row.boundingBox())!;
+    expect(box.height, 'a card is a few lines tall').toBeLessThanOrEqual(tallest);
+    expect(box.width, 'a card spans the phone').toBeGreaterThan(300);
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(390);
+    for (const look of await textLooks(row)) {
+      expect(look.size, `"${look.text}" is legible`).toBeGreaterThanOrEqual(12);
+      expect(look.contrast, `"${look.text}" stands out from its background`).toBeGreaterThanOrEqual(4.5);
+    }
+    const buttons = await row.getByRole('button').all();
+    for (const button of buttons) {
+      await button.scrollIntoViewIfNeeded();
+      const at = (await button.boundingBox())!;
+      const name = await button.innerText();
+      expect(at.x, `${name} starts on the screen`).toBeGreaterThanOrEqual(0);
+      expect(at.x + at.width, `${name} ends on the screen`).toBeLessThanOrEqual(390);
+      expect(at.height, `${name} is big enough to tap`).toBeGreaterThanOrEqual(24);
+      // Clickable: visible, enabled, and nothing covers it.
+      if (await button.isEnabled()) await button.click({ trial: true });
+    }
+  }
+}
+
+for (const colorScheme of ['light', 'dark'] as const) {
+  test.describe(`on a phone in ${colorScheme} mode`, () => {
+    test.use({ viewport: { width: 390, height: 844 }, colorScheme });
+
+    test('each tool is a card whose fields wrap and whose Edit button is within reach', async ({ page }) => {
+      const [plain, busy] = [unique('plain_tool'), unique('busy_tool')];
+      await registerTool(plain, { effect: 'read_only' });
+      await registerTool(busy, {
+        effect: 'non_idempotent_write',
+        key_fields: ['order_id', 'customer.account_number'],
+        ignore_fields: ['reason', 'request.trace_id'],
+        redact_fields: ['card.number'],
+        executor: {
+          url: `http://127.0.0.1:9/a/rather/long/executor/path/for/${busy}/that/would/not/fit`,
+          reconcile_url: `http://127.0.0.1:9/a/rather/long/lookup/path/for/${busy}`,
+          timeout_ms: 5000,
+        },
+      });
+      await signIn(page, admin.username, admin.password);
+      await page.goto('/tools');
+      await expect(page.locator('html')).toHaveAttribute('data-hydrated', 'true');
+      const table = page.locator('table.tools');
+      const row = (tool: string) => table.locator(`tbody tr[data-tool="${tool}"]`);
+      for (const tool of [plain, busy]) {
+        await expect(row(tool).getByRole('button', { name: `Edit ${tool}` })).toBeVisible();
+      }
+      // The whole executor is there, wrapped, not cut.
+      await expect(row(busy).locator('td[data-label="Executor"]')).toContainText('/that/would/not/fit');
+      await expectCards(page, table, [row(plain)], 260);
+      await expectCards(page, table, [row(busy)], 500);
+      await screenshot(page, `phone-tools-${colorScheme}`);
+    });
+
+    test('each person and each API key is a card with its buttons within reach', async ({ page }) => {
+      const person = await createPerson('operator');
+      const { api, namespace } = await agentApi();
+      await api.dispose();
+      await signIn(page, admin.username, admin.password);
+      await page.goto('/admin');
+      await expect(page.locator('html')).toHaveAttribute('data-hydrated', 'true');
+      const people = page.locator('table.users');
+      const personRow = people.locator(`tbody tr[data-user="${person.username}"]`);
+      for (const name of ['Change role', 'Disable', 'Delete']) {
+        await expect(personRow.getByRole('button', { name })).toBeVisible();
+      }
+      await expectCards(page, people, [personRow], 260);
+      const keys = page.locator('table.api-keys');
+      const keyRow = keys.locator('tbody tr').filter({ hasText: namespace });
+      await expect(keyRow.getByRole('button', { name: 'Revoke' })).toBeVisible();
+      await expectCards(page, keys, [keyRow], 220);
+      await screenshot(page, `phone-admin-${colorScheme}`);
+    });
+
+    test('the by-tool cards label each number in the body\'s weight', async ({ page }) => {
+      const { api } = await agentApi();
+      const claimed = await api.post('/v1/operations', { data: { tool: unique('by_tool'), key: unique('k'), args: {} } });
+      expect(claimed.status()).toBe(201);
+      await api.dispose();
+      await signIn(page, admin.username, admin.password);
+      await page.goto('/?window=1h');
+      const header = page.locator('table.by-tool tbody th').first();
+      await expect(header).toBeVisible();
+      const weights = await header.evaluate((th) => ({
+        label: getComputedStyle(th, '::before').fontWeight,
+        name: getComputedStyle(th).fontWeight,
+        number: getComputedStyle(th.parentElement!.querySelector('td.num')!, '::before').fontWeight,
+      }));
+      expect(weights.label, 'the "Tool" label is not bold').toBe(weights.number);
+      expect(Number(weights.name), 'the tool\'s name is').toBeGreaterThan(Number(weights.label));
+    });
+  });
+}

@@ -411,6 +411,11 @@ impl Ledger {
         Ok((operations, more))
     }
 
+    /// How many operations wait for a person's verdict, in every namespace.
+    pub async fn count_awaiting_approval(&self) -> Result<u64, LedgerError> {
+        Ok(self.store.count_awaiting_approval().await?)
+    }
+
     /// The audit trail of an operation the caller may see.
     pub async fn events(
         &self,

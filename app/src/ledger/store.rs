@@ -89,6 +89,10 @@ pub trait LedgerStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<Operation>, StoreError>;
 
+    /// How many live operations wait for a person's verdict, in every namespace (the
+    /// header's count; the awaiting-approval gauge counts the same rows).
+    async fn count_awaiting_approval(&self) -> Result<u64, StoreError>;
+
     /// The audit trail of an operation, oldest first.
     async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError>;
 

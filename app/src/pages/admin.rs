@@ -95,7 +95,7 @@ fn CreatePerson() -> impl IntoView {
 fn UserTable(users: Vec<UserInfo>) -> impl IntoView {
     view! {
         <div class="table-wrap">
-            <table class="users">
+            <table class="users cards forms">
                 <thead>
                     <tr>
                         <th scope="col">"Username"</th>
@@ -110,17 +110,17 @@ fn UserTable(users: Vec<UserInfo>) -> impl IntoView {
                         .into_iter()
                         .map(|user| view! {
                             <tr data-user=user.username.to_string() data-morph-key=user.username.to_string() class:revoked=user.disabled>
-                                <th scope="row">{user.username.to_string()}</th>
-                                <td><span class="badge">{user.role.as_str()}</span></td>
-                                <td><RelativeTime at=user.created_at /></td>
-                                <td>
+                                <th scope="row" data-label="Username">{user.username.to_string()}</th>
+                                <td data-label="Role"><span class="badge">{user.role.as_str()}</span></td>
+                                <td data-label="Created"><RelativeTime at=user.created_at /></td>
+                                <td data-label="Status">
                                     {if user.disabled {
                                         view! { <span class="badge status-rejected">"disabled"</span> }.into_any()
                                     } else {
                                         view! { <span class="muted">"active"</span> }.into_any()
                                     }}
                                 </td>
-                                <td>
+                                <td class="actions">
                                     <PersonActions
                                         id=user.id
                                         username=user.username.to_string()
@@ -192,7 +192,7 @@ fn CreateKey() -> impl IntoView {
 fn KeyTable(keys: Vec<ApiKeyInfo>) -> impl IntoView {
     view! {
         <div class="table-wrap">
-            <table class="api-keys">
+            <table class="api-keys cards forms">
                 <thead>
                     <tr>
                         <th scope="col">"Name"</th>
@@ -220,17 +220,17 @@ fn KeyRow(key: ApiKeyInfo) -> impl IntoView {
     };
     view! {
         <tr data-prefix=key.prefix.clone() data-morph-key=key.prefix.clone() class:revoked=key.revoked_at.is_some()>
-            <th scope="row">{name}</th>
-            <td>{key.namespace.to_string()}</td>
-            <td><code>{key.prefix.clone()}</code></td>
-            <td><RelativeTime at=key.created_at /></td>
-            <td>
+            <th scope="row" data-label="Name">{name}</th>
+            <td data-label="Namespace">{key.namespace.to_string()}</td>
+            <td data-label="Prefix"><code>{key.prefix.clone()}</code></td>
+            <td data-label="Created"><RelativeTime at=key.created_at /></td>
+            <td data-label="Last used">
                 {match key.last_used_at {
                     Some(at) => view! { <RelativeTime at /> }.into_any(),
                     None => view! { <span class="muted">"never"</span> }.into_any(),
                 }}
             </td>
-            <td>
+            <td class="actions">
                 {match key.revoked_at {
                     Some(at) => view! { <span class="badge status-rejected">"revoked"</span>" "<RelativeTime at /> }.into_any(),
                     None => view! { <Revoke id=key.id prefix=key.prefix.clone() /> }.into_any(),

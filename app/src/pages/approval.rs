@@ -3,14 +3,11 @@
 
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::hooks::use_params_map;
-use uuid::Uuid;
 
-use super::approvals::Decision;
+use super::approval_request::{ApprovalFields, Decision};
+use super::path_id::read_path_id;
 use super::NotFound;
-use crate::components::{
-    use_viewer, CopyText, EffectBadge, ErrorNote, FieldList, Frame, RelativeTime, StatusBadge,
-};
+use crate::components::{use_viewer, EffectBadge, ErrorNote, Frame, RelativeTime, StatusBadge};
 use crate::domain::{OperationStatus, Permission};
 use crate::server_fns::{read_approval, ApprovalDetail};
 use crate::views::OperationRow;
@@ -18,22 +15,7 @@ use crate::UiError;
 
 #[component]
 pub fn ApprovalPage() -> impl IntoView {
-    let params = use_params_map();
-    let id = Memo::new(move |_| {
-        params
-            .read()
-            .get("id")
-            .and_then(|id| id.parse::<Uuid>().ok())
-    });
-    let approval = Resource::new(
-        move || id.get(),
-        |id| async move {
-            match id {
-                Some(id) => read_approval(id).await.map(Some),
-                None => Ok(None),
-            }
-        },
-    );
+    let approval = read_path_id(read_approval);
 
     // An unknown id is a page that does not exist: the app's 404, outside the frame.
     view! {
@@ -56,11 +38,10 @@ pub fn ApprovalPage() -> impl IntoView {
 #[component]
 fn Approval(detail: ApprovalDetail) -> impl IntoView {
     let ApprovalDetail { request, earlier } = detail;
-    let row = request.row;
+    let row = request.row.clone();
     let id = row.id;
     let waiting = row.status == OperationStatus::AwaitingApproval;
     let may_decide = waiting && use_viewer().may(Permission::Approve);
-    let run = run_label(&row);
     let has_run = row.run_id.is_some();
     let tool = row.tool.clone();
 
@@ -80,25 +61,7 @@ fn Approval(detail: ApprovalDetail) -> impl IntoView {
                 <EffectBadge effect=row.effect />
                 <A href=format!("/operations/{id}") attr:class="open">"Operation details"</A>
             </header>
-            <dl class="fields">
-                <dt>"Namespace"</dt>
-                <dd>{row.namespace.clone()}</dd>
-                <dt>"Key"</dt>
-                <dd><CopyText text=row.key.clone() label="key" /></dd>
-                <dt>"Run"</dt>
-                <dd>{run}</dd>
-                <dt>"Requested"</dt>
-                <dd><RelativeTime at=row.created_at /></dd>
-                <dt>"Approval expires"</dt>
-                <dd>
-                    {match request.expires_at {
-                        Some(at) => view! { <RelativeTime at /> }.into_any(),
-                        None => view! { <span class="muted">"never"</span> }.into_any(),
-                    }}
-                </dd>
-            </dl>
-            <h2 class="args-title">"Arguments"</h2>
-            <FieldList value=request.args />
+            <ApprovalFields request />
             <Show when=move || may_decide>
                 <Decision id tool=tool.clone() />
             </Show>
@@ -107,15 +70,6 @@ fn Approval(detail: ApprovalDetail) -> impl IntoView {
     .into_any();
     let earlier = view! { <EarlierInRun earlier has_run /> }.into_any();
     view! { {heading} {card} {earlier} }
-}
-
-/// `run · step n`, the run alone, or a dash when the agent named no run.
-pub(crate) fn run_label(row: &OperationRow) -> String {
-    match (&row.run_id, row.step) {
-        (Some(run), Some(step)) => format!("{run} · step {step}"),
-        (Some(run), None) => run.clone(),
-        (None, _) => "—".to_owned(),
-    }
 }
 
 /// What the agent's run did before asking: each earlier operation, linked to its page.

@@ -2,6 +2,7 @@
 
 mod admin;
 mod approval;
+mod approval_request;
 mod approvals;
 mod login;
 mod not_found;
@@ -10,6 +11,7 @@ mod operations;
 mod overview;
 mod overview_tools;
 mod password;
+mod path_id;
 mod tools;
 mod unknowns;
 

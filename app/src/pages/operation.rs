@@ -3,9 +3,8 @@
 
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::hooks::use_params_map;
-use uuid::Uuid;
 
+use super::path_id::read_path_id;
 use crate::components::{
     use_viewer, CopyText, EffectBadge, EmptyState, ErrorNote, FieldList, Frame, JsonView,
     OperationActions, Permitted, RelativeTime, StatusBadge,
@@ -26,22 +25,7 @@ pub fn OperationPage() -> impl IntoView {
 
 #[component]
 fn Operation() -> impl IntoView {
-    let params = use_params_map();
-    let id = Memo::new(move |_| {
-        params
-            .read()
-            .get("id")
-            .and_then(|id| id.parse::<Uuid>().ok())
-    });
-    let operation = Resource::new(
-        move || id.get(),
-        |id| async move {
-            match id {
-                Some(id) => read_operation(id).await.map(Some),
-                None => Ok(None),
-            }
-        },
-    );
+    let operation = read_path_id(read_operation);
 
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -217,7 +201,7 @@ fn Outcome(detail: OperationDetail) -> impl IntoView {
 /// The newest events, oldest of them first, and a button that brings the ones before them
 /// (an operation may have a million replays: the page never loads them all).
 #[island]
-fn Timeline(id: Uuid, events: EventsView) -> impl IntoView {
+fn Timeline(id: uuid::Uuid, events: EventsView) -> impl IntoView {
     let shown = RwSignal::new(events.events);
     let earlier = RwSignal::new(events.earlier);
     let more = Action::new(move |cursor: &String| read_earlier_events(id, cursor.clone()));

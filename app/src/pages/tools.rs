@@ -112,7 +112,7 @@ fn RegisteredNote(register: ServerAction<RegisterTool>) -> impl IntoView {
 fn ToolTable(tools: Vec<ToolView>, admin: bool) -> impl IntoView {
     view! {
         <div class="table-wrap">
-            <table class="tools">
+            <table class="tools cards forms">
                 <thead>
                     <tr>
                         <th scope="col">"Name"</th>
@@ -141,18 +141,18 @@ fn ToolRow(tool: ToolView, admin: bool) -> impl IntoView {
     let form = ToolForm::of(&tool.name, &policy);
     view! {
         <tr data-tool=tool.name.clone() data-morph-key=tool.name.clone()>
-            <th scope="row">{tool.name.clone()}</th>
-            <td><EffectBadge effect=policy.effect /></td>
-            <td><span class="badge guarantee">{guarantee_name(tool.guarantee).replace('_', " ")}</span></td>
-            <td>{approval_name(policy.approval)}</td>
-            <td>{seconds(policy.ttl_seconds)}</td>
-            <td>{seconds(policy.lease_seconds)}</td>
-            <td class="paths">
+            <th scope="row" data-label="Name">{tool.name.clone()}</th>
+            <td data-label="Effect"><EffectBadge effect=policy.effect /></td>
+            <td data-label="Guarantee"><span class="badge guarantee">{guarantee_name(tool.guarantee).replace('_', " ")}</span></td>
+            <td data-label="Approval">{approval_name(policy.approval)}</td>
+            <td data-label="TTL">{seconds(policy.ttl_seconds)}</td>
+            <td data-label="Lease">{seconds(policy.lease_seconds)}</td>
+            <td class="paths wide" data-label="Fields">
                 <Paths label="key" paths=policy.key_fields.clone() />
                 <Paths label="ignore" paths=policy.ignore_fields.clone() />
                 <Paths label="redact" paths=policy.redact_fields.clone() />
             </td>
-            <td class="executor">
+            <td class="executor wide" data-label="Executor">
                 {match policy.executor.clone() {
                     Some(executor) => view! {
                         <code>{executor.url}</code>
@@ -166,8 +166,8 @@ fn ToolRow(tool: ToolView, admin: bool) -> impl IntoView {
                     None => view! { <span class="muted">"run by the agent"</span> }.into_any(),
                 }}
             </td>
-            <td><RelativeTime at=tool.updated_at /></td>
-            <td>{admin.then(|| view! { <EditTool form /> })}</td>
+            <td data-label="Updated"><RelativeTime at=tool.updated_at /></td>
+            <td class="actions">{admin.then(|| view! { <EditTool form /> })}</td>
         </tr>
     }
 }

@@ -114,27 +114,19 @@ pub async fn read_approval(id: uuid::Uuid) -> Result<ApprovalDetail, UiError> {
 /// The most requests the header counts one by one; above it shows "99+".
 pub const WAITING_SHOWN_UP_TO: u32 = 99;
 
-/// How many requests wait for a decision, counted up to one past [`WAITING_SHOWN_UP_TO`]
-/// (the header needs no more), for people who may decide them.
+/// How many requests wait for a decision, capped one past [`WAITING_SHOWN_UP_TO`] (the
+/// header shows no more), for people who may decide them.
 #[server(prefix = "/api", endpoint = "waiting_approvals")]
 pub async fn waiting_approvals() -> Result<u32, UiError> {
-    use crate::domain::{OperationStatus, Permission};
-    use crate::ledger::OperationFilter;
+    use crate::domain::Permission;
 
     let ledger = ledger()?;
     person_who_may(Permission::Approve).await?;
-    let filter = OperationFilter {
-        status: Some(OperationStatus::AwaitingApproval),
-        ..OperationFilter::default()
-    };
-    let (operations, more) = ledger
-        .list(&filter, WAITING_SHOWN_UP_TO)
+    let waiting = ledger
+        .count_awaiting_approval()
         .await
         .map_err(answer_with_status)?;
-    let counted = u32::try_from(operations.len()).unwrap_or(WAITING_SHOWN_UP_TO);
-    Ok(if more {
-        WAITING_SHOWN_UP_TO + 1
-    } else {
-        counted
-    })
+    Ok(u32::try_from(waiting)
+        .unwrap_or(u32::MAX)
+        .min(WAITING_SHOWN_UP_TO + 1))
 }

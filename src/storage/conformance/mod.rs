@@ -1,6 +1,7 @@
 //! One suite, every backend: each check runs against a fresh SQLite file and a fresh
 //! PostgreSQL database, so the two implementations cannot drift apart.
 
+mod approvals;
 mod audit;
 mod changes;
 mod hot_path;
