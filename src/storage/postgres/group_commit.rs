@@ -9,7 +9,7 @@
 //! which ones did. A caller hears of its change only after the statement committed, so
 //! every acknowledgement is durable (`synchronous_commit` stays on).
 //!
-//! A few batches run at once (`IN_FLIGHT`); the changes arriving meanwhile queue and become
+//! Two batches run at once (`IN_FLIGHT`); the changes arriving meanwhile queue and become
 //! the next batch, so batches grow with the load and a lone change is written at once.
 //! A batch PostgreSQL refuses as a whole (a deadlock with another process, a constraint)
 //! is rolled back, and its changes are written one by one, each answered on its own. Any
@@ -43,9 +43,10 @@ const MAX_BATCH: usize = 128;
 /// each event 7, so only changes with many events make a batch end before `MAX_BATCH`.
 const MAX_BINDS: usize = 32_000;
 
-/// How many batches may be written at once. PostgreSQL flushes the commits of concurrent
-/// statements together, so a few in flight keep its disk busy while the next batch gathers.
-const IN_FLIGHT: usize = 4;
+/// How many batches may be written at once. Fewer make bigger batches, and so less work
+/// for PostgreSQL per change; more than one keeps a batch that waits for a row lock (another
+/// process's change of the same key) from holding up every other change of this process.
+const IN_FLIGHT: usize = 2;
 
 /// A change that is only rows to write, applying or not on its own.
 pub(super) enum RowChange {
