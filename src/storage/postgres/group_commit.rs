@@ -468,6 +468,38 @@ mod tests {
         store.0.close().await;
     }
 
+    /// Changes whose values pass PostgreSQL's limit of binds in one statement (65,535) are
+    /// split over several batches, and every one of them applies with all its events.
+    #[tokio::test]
+    async fn changes_too_many_for_one_statement_are_split_over_batches() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = migrated(&db).await;
+        let group = &store.0.group_commit;
+        let many_events = |key: &str| {
+            let mut listed = new_key_claim(key);
+            listed.events = vec![listed.events[0].clone(); 200];
+            listed
+        };
+        let listed: Vec<Listed> = (0..50).map(|i| many_events(&format!("k-{i}"))).collect();
+        assert!(listed.iter().map(Listed::binds).sum::<usize>() > usize::from(u16::MAX));
+        let commits = group.commits();
+
+        let applied = join_all(listed.into_iter().map(|l| group.write(l))).await;
+
+        assert!(
+            applied.into_iter().all(|a| a.unwrap()),
+            "every claim applies"
+        );
+        assert!(group.commits() - commits >= 2, "more than one statement");
+        let pool = &store.0.pool;
+        assert_eq!(count(pool, "select count(*) from operations").await, 50);
+        assert_eq!(
+            count(pool, "select count(*) from operation_events").await,
+            50 * 200
+        );
+        store.0.close().await;
+    }
+
     /// Two reports of one pending operation decided from the same read and written in one
     /// batch: one applies, with its events; the other writes nothing.
     #[tokio::test]
