@@ -77,7 +77,7 @@ pub(crate) trait LedgerBackend: SqlBackend {
     /// The live operation of a key if any, unlocked, and the time it was read at, also when
     /// there is none.
     fn key_now(
-        conn: &mut Conn<Self>,
+        &self,
         namespace: &Namespace,
         key: &str,
     ) -> impl Future<Output = Result<(Option<Operation>, DateTime<Utc>), StoreError>> + Send;
@@ -428,9 +428,9 @@ async fn decide_without_writing<B: LedgerBackend>(
         None if may_skip && store.may_skip_read(request) => return Ok(FirstRead::Unread),
         None => {
             let ticket = kept.map(KeptRows::ticket);
-            let mut conn = store.read_connection().await?;
-            let (live, now) =
-                B::key_now(&mut conn, &request.namespace, &to_text(&request.key)).await?;
+            let (live, now) = store
+                .key_now(&request.namespace, &to_text(&request.key))
+                .await?;
             let Some(live) = live else {
                 return Ok(FirstRead::NewKey(now));
             };

@@ -27,9 +27,10 @@ use sqlx::{Postgres, QueryBuilder};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use super::batches::{self, Limits};
 use crate::storage::ledger_sql::{push_operation_row, push_updated_values};
 use crate::storage::operation_rows::{to_text, UpdatedValues, CREATED_COLUMNS, UPDATED_COLUMNS};
 use crate::storage::push_sql::PushSql;
@@ -52,14 +53,17 @@ const IN_FLIGHT: usize = 2;
 pub(super) enum RowChange {
     /// A new key's operation, inserted unless its key has a live operation.
     NewKeyClaim(Operation),
-    /// An operation's new values, written only if its row is still as the decision read it:
-    /// its status, lease and time of last change (any change to a leased operation moves one).
-    UnchangedUpdate {
-        after: Operation,
-        expected_status: OperationStatus,
-        lease_token: String,
-        read_updated_at: DateTime<Utc>,
-    },
+    /// An operation's new values, written only if its row is still as the decision read it.
+    UnchangedUpdate(Unchanged),
+}
+
+/// An operation's new values and what its row looked like when they were decided: its
+/// status, lease and time of last change (any change to a leased operation moves one).
+pub(super) struct Unchanged {
+    pub(super) after: Operation,
+    pub(super) expected_status: OperationStatus,
+    pub(super) lease_token: String,
+    pub(super) read_updated_at: DateTime<Utc>,
 }
 
 /// A change and its state-changing events, written only if the change applied.
@@ -73,7 +77,7 @@ impl Listed {
     fn binds(&self) -> usize {
         let row = match self.change {
             RowChange::NewKeyClaim(_) => 30,
-            RowChange::UnchangedUpdate { .. } => 21,
+            RowChange::UnchangedUpdate(_) => 21,
         };
         row + 7 * self.events.len()
     }
@@ -137,42 +141,19 @@ fn stopped() -> StoreError {
     StoreError::Unavailable("the PostgreSQL group commit has stopped".into())
 }
 
-/// Takes the waiting changes as one batch whenever fewer than `IN_FLIGHT` are being written,
-/// until every handle is gone.
-async fn gather(pool: PgPool, mut jobs: mpsc::UnboundedReceiver<Job>, counts: Arc<Counts>) {
-    let in_flight = Arc::new(Semaphore::new(IN_FLIGHT));
-    // A change that did not fit the last batch: the first of the next.
-    let mut carried: Option<Job> = None;
-    loop {
-        let Ok(permit) = in_flight.clone().acquire_owned().await else {
-            return;
-        };
-        let first = match carried.take() {
-            Some(job) => job,
-            None => match jobs.recv().await {
-                Some(job) => job,
-                None => return,
-            },
-        };
-        let mut binds = first.listed.binds();
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            let Ok(job) = jobs.try_recv() else {
-                break;
-            };
-            binds += job.listed.binds();
-            if binds > MAX_BINDS {
-                carried = Some(job);
-                break;
-            }
-            batch.push(job);
-        }
+/// Writes what queued on `jobs` in batches, until every handle is gone.
+async fn gather(pool: PgPool, jobs: mpsc::UnboundedReceiver<Job>, counts: Arc<Counts>) {
+    let limits = Limits {
+        in_flight: IN_FLIGHT,
+        max_jobs: MAX_BATCH,
+        max_weight: MAX_BINDS,
+        weight: |job: &Job| job.listed.binds(),
+    };
+    batches::gather(jobs, limits, move |batch| {
         let (pool, counts) = (pool.clone(), counts.clone());
-        tokio::spawn(async move {
-            commit(&pool, batch, &counts).await;
-            drop(permit);
-        });
-    }
+        async move { commit(&pool, batch, &counts).await }
+    })
+    .await;
 }
 
 /// Writes a batch and answers each of its changes.
@@ -230,7 +211,7 @@ async fn write_batch(pool: &PgPool, batch: &[&Listed]) -> Result<HashSet<usize>,
         .enumerate()
         .filter_map(|(n, listed)| match &listed.change {
             RowChange::NewKeyClaim(operation) => claimed.contains(&operation.id).then_some(n),
-            RowChange::UnchangedUpdate { .. } => None,
+            RowChange::UnchangedUpdate(_) => None,
         });
     Ok(claims.chain(updated).collect())
 }
@@ -242,18 +223,15 @@ async fn write_batch(pool: &PgPool, batch: &[&Listed]) -> Result<HashSet<usize>,
 /// rows take their locks in one order.
 fn push_batch<'a>(sql: &mut QueryBuilder<'a, Postgres>, batch: &[&'a Listed]) {
     let mut claims: Vec<&Operation> = Vec::new();
-    let mut updates: Vec<(usize, &'a Listed)> = Vec::new();
+    let mut updates: Vec<(usize, &Unchanged)> = Vec::new();
     for (n, listed) in batch.iter().enumerate() {
         match &listed.change {
             RowChange::NewKeyClaim(operation) => claims.push(operation),
-            RowChange::UnchangedUpdate { .. } => updates.push((n, listed)),
+            RowChange::UnchangedUpdate(unchanged) => updates.push((n, unchanged)),
         }
     }
     claims.sort_by(|a, b| (&a.namespace, &a.key).cmp(&(&b.namespace, &b.key)));
-    updates.sort_by_key(|(_, listed)| match &listed.change {
-        RowChange::UnchangedUpdate { after, .. } => after.id,
-        RowChange::NewKeyClaim(operation) => operation.id,
-    });
+    updates.sort_by_key(|(_, unchanged)| unchanged.after.id);
     let mut applied = Vec::new();
     let mut filter = Vec::new();
     if !claims.is_empty() {
@@ -293,20 +271,17 @@ fn push_claims<'a>(sql: &mut QueryBuilder<'a, Postgres>, claims: &[&Operation]) 
 
 /// `updates (n, id, read_status, read_lease, read_updated_at, …) as (values …), updated as
 /// (update … from updates where <the row is as read> returning n)`.
-fn push_updates(sql: &mut QueryBuilder<'_, Postgres>, updates: &[(usize, &Listed)]) {
+fn push_updates(sql: &mut QueryBuilder<'_, Postgres>, updates: &[(usize, &Unchanged)]) {
     sql.push(format_args!(
         "updates (n, id, read_status, read_lease, read_updated_at, {UPDATED_COLUMNS}) as (values "
     ));
-    for (i, (n, listed)) in updates.iter().enumerate() {
-        let RowChange::UnchangedUpdate {
+    for (i, (n, unchanged)) in updates.iter().enumerate() {
+        let Unchanged {
             after,
             expected_status,
             lease_token,
             read_updated_at,
-        } = &listed.change
-        else {
-            continue;
-        };
+        } = unchanged;
         if i > 0 {
             sql.push(", ");
         }
@@ -369,19 +344,13 @@ fn push_events<'a>(sql: &mut QueryBuilder<'a, Postgres>, batch: &[&'a Listed], f
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::backend::{SqlBackend as _, SqlStore};
+    use crate::storage::backend::SqlBackend as _;
     use crate::storage::conformance::ledger::{fresh, late_completion, request, start};
-    use crate::storage::postgres::PostgresStore;
+    use crate::storage::postgres::tests::migrated;
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{decide_claim, Decision, Write};
     use futures_util::future::join_all;
     use sqlx::{Connection, PgConnection};
-
-    async fn migrated(db: &TestDatabase) -> SqlStore<PostgresStore> {
-        let store = PostgresStore::open(db.url()).await.unwrap();
-        store.migrate().await.unwrap();
-        SqlStore(store)
-    }
 
     /// A new key's claim of `key`, decided now, as the ledger lists it.
     fn new_key_claim(key: &str) -> Listed {
@@ -411,7 +380,7 @@ mod tests {
             panic!("a report updates: {:?}", decision.writes);
         };
         Listed {
-            change: RowChange::UnchangedUpdate {
+            change: RowChange::UnchangedUpdate(Unchanged {
                 after: after.clone(),
                 expected_status: *expected_status,
                 lease_token: before
@@ -422,7 +391,7 @@ mod tests {
                     .as_str()
                     .to_owned(),
                 read_updated_at: before.updated_at,
-            },
+            }),
             events: decision.state_events(),
         }
     }

@@ -3,8 +3,9 @@
 //! a key's live operation lets one of racing claims win, in this process or another, and the
 //! others are decided from a locked read of the winner's row. Other changes lock the row
 //! they change (`select … for update`), except a completion of a pending operation, written
-//! guarded by what it read. Time is the database's, so every process agrees on leases and
-//! expiry.
+//! guarded by what it read. The unlocked reads are made together with those that arrive
+//! with them (`group_read`), the unlocked writes likewise (`group_commit`). Time is the
+//! database's, so every process agrees on leases and expiry.
 
 use app::domain::{Namespace, OperationStatus};
 use app::ledger::{
@@ -15,11 +16,11 @@ use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgPool;
 use sqlx::types::Json;
-use sqlx::{FromRow, PgConnection, Postgres, Row};
+use sqlx::{PgConnection, Postgres};
 use std::sync::Arc;
 use uuid::Uuid;
 
-use super::group_commit::{Listed, RowChange};
+use super::group_commit::{Listed, RowChange, Unchanged};
 use super::PostgresStore;
 use crate::storage::kept_rows::{KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{
@@ -29,21 +30,6 @@ use crate::storage::operation_rows::{OperationRow, OPERATION_COLUMNS};
 use crate::storage::quiet_events::EventSink;
 use crate::storage::store_error;
 use crate::storage::Staging;
-
-/// An operation by id (with `lock`, if any) and the database's time, in one round trip.
-async fn by_id_now(
-    conn: &mut PgConnection,
-    id: Uuid,
-    lock: &str,
-) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-    let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where id = $1{lock}");
-    let row: Option<ReadAtRow> = sqlx::query_as(&sql)
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-        .map_err(store_error)?;
-    row.map(ReadAtRow::into_pair).transpose()
-}
 
 /// Applies writes one statement each (a change's writes are one to three rows).
 async fn apply(tx: &mut PgConnection, writes: &[Write]) -> Result<(), StoreError> {
@@ -114,12 +100,12 @@ async fn write_if_unchanged<T>(
     else {
         return Ok(false);
     };
-    let change = RowChange::UnchangedUpdate {
+    let change = RowChange::UnchangedUpdate(Unchanged {
         after: after.clone(),
         expected_status: *expected_status,
         lease_token: lease.token_hash.as_str().to_owned(),
         read_updated_at: before.updated_at,
-    };
+    });
     write_listed(store, change, decision).await
 }
 
@@ -223,32 +209,14 @@ impl LedgerBackend for PostgresStore {
         row.map(ReadAtRow::into_pair).transpose()
     }
 
-    /// The live operation of a key, if any, and the database's time, in one round trip also
-    /// when there is none: the operation is joined to a one-row clock.
+    /// The live operation of a key, if any, and the database's time, read together with the
+    /// other lookups that arrive with it (`group_read`).
     async fn key_now(
-        conn: &mut PgConnection,
+        &self,
         namespace: &Namespace,
         key: &str,
     ) -> Result<(Option<Operation>, DateTime<Utc>), StoreError> {
-        let sql = format!(
-            "select {OPERATION_COLUMNS}, read_at from (select clock_timestamp() as read_at) as clock \
-             left join operations on namespace = $1 and key = $2 and retired_at is null"
-        );
-        let row = sqlx::query(&sql)
-            .bind(namespace.as_str())
-            .bind(key)
-            .fetch_one(conn)
-            .await
-            .map_err(store_error)?;
-        let read_at: DateTime<Utc> = row.try_get("read_at").map_err(store_error)?;
-        let id: Option<Uuid> = row.try_get("id").map_err(store_error)?;
-        let live = match id {
-            Some(_) => Some(Operation::try_from(
-                OperationRow::from_row(&row).map_err(store_error)?,
-            )?),
-            None => None,
-        };
-        Ok((live, read_at))
+        self.group_read.key(namespace, key).await
     }
 
     /// An operation by id, locked, and the database's time, in one round trip.
@@ -256,7 +224,13 @@ impl LedgerBackend for PostgresStore {
         conn: &mut PgConnection,
         id: Uuid,
     ) -> Result<Option<(Operation, DateTime<Utc>)>, StoreError> {
-        by_id_now(conn, id, " for update").await
+        let sql = format!("select {OPERATION_COLUMNS}, clock_timestamp() as read_at from operations where id = $1 for update");
+        let row: Option<ReadAtRow> = sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(conn)
+            .await
+            .map_err(store_error)?;
+        row.map(ReadAtRow::into_pair).transpose()
     }
 
     /// A change's writes and its events, in as few round trips as one statement each can carry:
@@ -326,11 +300,9 @@ impl LedgerBackend for PostgresStore {
         report: &Report,
         actor: &str,
     ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(store_error)?;
-        let Some((before, now)) = by_id_now(&mut conn, id, "").await? else {
+        let (Some(before), now) = self.group_read.by_id(id).await? else {
             return Ok(None);
         };
-        drop(conn);
         if &before.namespace != namespace {
             return Ok(None);
         }
@@ -390,12 +362,8 @@ mod tests {
         store.migrate().await.unwrap();
         let store = SqlStore(store);
         let order = request("billing", "order-1", "refund");
-        let mut conn = store.0.pool.acquire().await.unwrap();
-        let (none, read_at) = PostgresStore::key_now(&mut conn, &order.namespace, "order-1")
-            .await
-            .unwrap();
+        let (none, read_at) = store.0.key_now(&order.namespace, "order-1").await.unwrap();
         assert!(none.is_none());
-        drop(conn);
 
         let first = store
             .0
@@ -417,16 +385,12 @@ mod tests {
             .unwrap();
         assert!(second.is_none(), "the key is taken");
 
-        let mut conn = store.0.pool.acquire().await.unwrap();
-        let (live, _) = PostgresStore::key_now(&mut conn, &order.namespace, "order-1")
-            .await
-            .unwrap();
+        let (live, _) = store.0.key_now(&order.namespace, "order-1").await.unwrap();
         assert_eq!(
             live,
             Some(operation.clone()),
             "the first claim's operation is live"
         );
-        drop(conn);
         assert_eq!(
             kinds_and_actors(&store, operation.id).await,
             [(EventKind::Claimed, "agent:first".to_owned())]

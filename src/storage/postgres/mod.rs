@@ -12,10 +12,13 @@ use super::quiet_events::QuietEvents;
 use super::{store_error, OpenError};
 use announcer::Announcer;
 use group_commit::GroupCommit;
+use group_read::GroupRead;
 use kept_members::{Membership, BEAT, FENCES_CHANNEL};
 
 mod announcer;
+mod batches;
 mod group_commit;
+mod group_read;
 mod kept_members;
 mod ledger;
 
@@ -32,6 +35,8 @@ pub struct PostgresStore {
     announcer: Announcer,
     /// Writes the changes that are only rows together, many per commit.
     group_commit: GroupCommit,
+    /// Reads the keys and operations that decide claims and reports together.
+    group_read: GroupRead,
     /// Only `idem serve`'s store keeps final outcomes in memory (as on SQLite).
     membership: Option<Arc<Membership>>,
 }
@@ -74,12 +79,14 @@ impl PostgresStore {
         let quiet_events = QuietEvents::start(ledger::quiet_event_sink(pool.clone()));
         let announcer = Announcer::start(pool.clone(), CHANGES_CHANNEL);
         let group_commit = GroupCommit::start(pool.clone());
+        let group_read = GroupRead::start(pool.clone());
         Ok(Self {
             pool,
             quiet_events,
             changes,
             announcer,
             group_commit,
+            group_read,
             membership,
         })
     }
@@ -226,5 +233,19 @@ impl crate::storage::backend::SqlBackend for PostgresStore {
             membership.leave(&self.pool).await;
         }
         self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::PostgresStore;
+    use crate::storage::backend::SqlStore;
+    use crate::storage::testing::TestDatabase;
+
+    /// A store on `db` with the schema in place.
+    pub(crate) async fn migrated(db: &TestDatabase) -> SqlStore<PostgresStore> {
+        let store = PostgresStore::open(db.url()).await.unwrap();
+        store.migrate().await.unwrap();
+        SqlStore(store)
     }
 }

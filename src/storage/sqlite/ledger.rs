@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::group_commit::GroupCommit;
 use super::listed_changes::{NewKeyClaim, UnchangedUpdate};
 use super::SqliteStore;
+use crate::storage::backend::SqlBackend;
 use crate::storage::dialect::Dialect;
 use crate::storage::kept_rows::{self, KeptRows, MadeWrites};
 use crate::storage::ledger_sql::{
@@ -134,16 +135,19 @@ impl LedgerBackend for SqliteStore {
         Ok(live.map(|operation| (operation, now)))
     }
 
-    /// The live operation of a key, if any, and the time it was read at.
+    /// The live operation of a key, if any, and the time it was read at, on a reader.
     async fn key_now(
-        conn: &mut SqliteConnection,
+        &self,
         namespace: &Namespace,
         key: &str,
     ) -> Result<(Option<Operation>, DateTime<Utc>), StoreError> {
-        Ok(match Self::live_now(conn, namespace, key, false).await? {
-            Some((live, now)) => (Some(live), now),
-            None => (None, Sqlite::now(conn).await?),
-        })
+        let mut conn = self.read_connection().await?;
+        Ok(
+            match Self::live_now(&mut conn, namespace, key, false).await? {
+                Some((live, now)) => (Some(live), now),
+                None => (None, Sqlite::now(&mut conn).await?),
+            },
+        )
     }
 
     /// An operation by id, in the writer's transaction, and the time it was read at.
@@ -275,7 +279,6 @@ impl LedgerBackend for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::backend::SqlBackend as _;
     use crate::storage::backend::SqlStore;
     use crate::storage::conformance::ledger::{
         complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
