@@ -101,6 +101,8 @@ async fn gather(pool: PgPool, jobs: mpsc::UnboundedReceiver<Job>, statements: Ar
     let limits = Limits {
         in_flight: IN_FLIGHT,
         max_jobs: MAX_BATCH,
+        max_weight: MAX_BATCH,
+        weight: |_: &Job| 1,
     };
     batches::gather(jobs, limits, move |batch| {
         let (pool, statements) = (pool.clone(), statements.clone());

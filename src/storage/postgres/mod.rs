@@ -17,7 +17,6 @@ use kept_members::{Membership, BEAT, FENCES_CHANNEL};
 
 mod announcer;
 mod batches;
-mod column_arrays;
 mod group_commit;
 mod group_read;
 mod kept_members;
