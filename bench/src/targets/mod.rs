@@ -169,8 +169,20 @@ pub fn targets(rows: &[Row], resources: &[Resource], peers: &PeerRates) -> Vec<T
     targets.push(postgres_group_commit(rows));
     targets.push(two_processes(rows));
     for engine in [Engine::Sqlite, Engine::Postgres] {
-        targets.push(latency_at_half_peak(rows, engine));
+        targets.push(latency_at_half_peak(
+            rows,
+            engine,
+            10.0,
+            "the issue's limit",
+        ));
     }
+    // Issue #33 allows PostgreSQL's group commit more: a claim may wait for a batch.
+    targets.push(latency_at_half_peak(
+        rows,
+        Engine::Postgres,
+        25.0,
+        "issue #33's limit",
+    ));
     targets.extend(dashboard_targets(rows, resources));
     let bundle = resource(resources, BUNDLE, None);
     targets.push(evaluate(
@@ -299,7 +311,7 @@ fn replay_targets(rows: &[Row], peers: &PeerRates) -> Vec<TargetResult> {
 /// rate by the open loop. Without that row (an older results file), the p99 of whole steps
 /// (two requests) in the closed-loop row of lowest concurrency that reaches half of the peak
 /// stands in.
-fn latency_at_half_peak(rows: &[Row], engine: Engine) -> TargetResult {
+fn latency_at_half_peak(rows: &[Row], engine: Engine, limit_ms: f64, whose: &str) -> TargetResult {
     let open_loop = rows
         .iter()
         .find(|row| row.scenario == Scenario::IdemClaimHalfPeak && row.database == Some(engine));
@@ -317,20 +329,20 @@ fn latency_at_half_peak(rows: &[Row], engine: Engine) -> TargetResult {
     let (name, measured) = match (open_loop, closed_loop()) {
         (Some(row), _) => (
             format!(
-                "p99 claim ≤ 10 ms at half of peak ({engine_name}: open loop, {:.0}/s of {peak:.0}/s)",
+                "p99 claim ≤ {limit_ms:.0} ms at half of peak ({engine_name}: open loop, {:.0}/s of {peak:.0}/s)",
                 row.throughput
             ),
             Some(row.p99_ms),
         ),
         (None, Some(row)) => (
             format!(
-                "p99 claim+complete ≤ 10 ms at half of peak ({engine_name}: concurrency {}, {:.0}/s of {peak:.0}/s)",
+                "p99 claim+complete ≤ {limit_ms:.0} ms at half of peak ({engine_name}: concurrency {}, {:.0}/s of {peak:.0}/s)",
                 row.concurrency, row.throughput
             ),
             Some(row.p99_ms),
         ),
         (None, None) => (
-            format!("p99 claim ≤ 10 ms at half of peak ({engine_name})"),
+            format!("p99 claim ≤ {limit_ms:.0} ms at half of peak ({engine_name})"),
             None,
         ),
     };
@@ -338,7 +350,7 @@ fn latency_at_half_peak(rows: &[Row], engine: Engine) -> TargetResult {
         name,
         measured,
         "ms",
-        limit("the issue's limit", 10.0, "ms"),
+        limit(whose, limit_ms, "ms"),
         Goal::AtMost(1.0),
     )
 }

@@ -168,6 +168,21 @@ fn without_an_open_loop_latency_is_read_where_throughput_first_reaches_half_of_t
 }
 
 #[test]
+fn postgres_claims_at_half_of_peak_are_held_to_ten_ms_and_to_issue_33s_twenty_five() {
+    let postgres = Some(Engine::Postgres);
+    let peak = row(Scenario::IdemNew, postgres, 64, 2_000.0);
+    let mut claims = row(Scenario::IdemClaimHalfPeak, postgres, 256, 1_000.0);
+    claims.p99_ms = 20.0;
+    let targets = targets(&[peak, claims], &[], &PeerRates::default());
+    let ten = find(&targets, "p99 claim ≤ 10 ms at half of peak (postgres");
+    assert_eq!(ten.verdict, Verdict::NotMet);
+    let twenty_five = find(&targets, "p99 claim ≤ 25 ms at half of peak (postgres");
+    assert_eq!(twenty_five.measured, Some(20.0));
+    assert_eq!(twenty_five.verdict, Verdict::Met);
+    assert_eq!(twenty_five.reference.what, "issue #33's limit");
+}
+
+#[test]
 fn postgres_group_commit_is_read_against_the_unannounced_pgbench_floor() {
     let postgres = Some(Engine::Postgres);
     let new_at_64 = row(Scenario::IdemNew, postgres, 64, 3_000.0);
