@@ -70,6 +70,7 @@ pub enum DashboardRequest {
     ApiSucceeded,
     ApiDetail,
     ApiMetrics,
+    ApiToolMetrics,
     PageUnknown,
     PageDetail,
     PageOverview,
@@ -77,11 +78,12 @@ pub enum DashboardRequest {
 
 impl DashboardRequest {
     /// Every request, in table order.
-    pub const ALL: [DashboardRequest; 7] = [
+    pub const ALL: [DashboardRequest; 8] = [
         DashboardRequest::ApiUnknown,
         DashboardRequest::ApiSucceeded,
         DashboardRequest::ApiDetail,
         DashboardRequest::ApiMetrics,
+        DashboardRequest::ApiToolMetrics,
         DashboardRequest::PageUnknown,
         DashboardRequest::PageDetail,
         DashboardRequest::PageOverview,
@@ -94,6 +96,7 @@ impl DashboardRequest {
             DashboardRequest::ApiSucceeded => "GET /v1/operations?status=succeeded",
             DashboardRequest::ApiDetail => "GET /v1/operations/{id}",
             DashboardRequest::ApiMetrics => "GET /v1/metrics?window=24h",
+            DashboardRequest::ApiToolMetrics => "GET /v1/metrics/tools?window=24h",
             DashboardRequest::PageUnknown => "page /operations?status=unknown",
             DashboardRequest::PageDetail => "page /operations/{id}",
             DashboardRequest::PageOverview => "page /",
@@ -107,6 +110,7 @@ impl DashboardRequest {
             DashboardRequest::ApiSucceeded => "dashboard: GET /v1/operations?status=succeeded",
             DashboardRequest::ApiDetail => "dashboard: GET /v1/operations/{id}",
             DashboardRequest::ApiMetrics => "dashboard: GET /v1/metrics?window=24h",
+            DashboardRequest::ApiToolMetrics => "dashboard: GET /v1/metrics/tools?window=24h",
             DashboardRequest::PageUnknown => "dashboard: page /operations?status=unknown",
             DashboardRequest::PageDetail => "dashboard: page /operations/{id}",
             DashboardRequest::PageOverview => "dashboard: page /",
@@ -120,6 +124,7 @@ impl DashboardRequest {
             DashboardRequest::ApiSucceeded => "/v1/operations?status=succeeded".into(),
             DashboardRequest::ApiDetail => format!("/v1/operations/{id}"),
             DashboardRequest::ApiMetrics => "/v1/metrics?window=24h".into(),
+            DashboardRequest::ApiToolMetrics => "/v1/metrics/tools?window=24h".into(),
             DashboardRequest::PageUnknown => "/operations?status=unknown".into(),
             DashboardRequest::PageDetail => format!("/operations/{id}"),
             DashboardRequest::PageOverview => "/".into(),
@@ -134,6 +139,7 @@ impl DashboardRequest {
                 | DashboardRequest::ApiSucceeded
                 | DashboardRequest::ApiDetail
                 | DashboardRequest::ApiMetrics
+                | DashboardRequest::ApiToolMetrics
         )
     }
 }

@@ -8,19 +8,20 @@
 
 use app::domain::Namespace;
 use app::ledger::metrics::{
-    assemble, assemble_tools, minute_start, next_rollup, Gauges, KindCount, MetricsReport,
-    MetricsStore, MetricsWindow, ReconciledSample, SeriesPlan, ToolCounts, ToolMetrics,
-    ToolsReport, COUNTED_KINDS,
+    assemble, assemble_tools, minute_start, Gauges, KindCount, MetricsReport, MetricsStore,
+    MetricsWindow, ReconciledSample, SeriesPlan, ToolCounts, ToolMetrics, ToolsReport,
+    COUNTED_KINDS,
 };
 use app::store_error::StoreError;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use super::backend::{SqlBackend, SqlStore};
-use super::dialect::{Bind, Dialect, Fetch, Run};
-use super::store_error;
+use super::dialect::{Bind, Dialect, Fetch};
+use super::rollup_sql;
 use super::unknown_spans_sql;
 
 /// `'replayed', 'in_flight_rejected', …`: the kinds the counters are made of.
@@ -49,18 +50,6 @@ pub fn raw_counts(minute: &str) -> String {
     )
 }
 
-/// Folds the counted events of `[$1, $2)` into per-minute counts.
-pub fn fold(minute: &str) -> String {
-    format!(
-        "insert into event_minutes (bucket, namespace, kind, count) \
-         select {minute}, o.namespace, e.kind, count(*) \
-         from operation_events e join operations o on o.id = e.operation_id \
-         where e.kind in ({kinds}) and e.at >= $1 and e.at < $2 \
-         group by 1, 2, 3",
-        kinds = *COUNTED_KIND_LIST
-    )
-}
-
 /// The `reconciled` events since `$1`, with their detail (which carries `unknown_for_ms`).
 pub const RECONCILED: &str = r#"select e.at, e.detail
     from operation_events e join operations o on o.id = e.operation_id
@@ -74,92 +63,222 @@ pub const GAUGES: &str = r#"select status, count(*) as count,
     where retired_at is null and status in ('unknown', 'awaiting_approval') and ($2 is null or namespace = $2)
     group by status"#;
 
-/// Per namespace and tool: operations created since `$1`, failed since `$1`, and the live
-/// `unknown` (stuck: since before `$2`) and `awaiting_approval` ones, as the gauges count.
-pub const TOOL_OPERATIONS: &str = r#"select namespace, tool,
-        cast(sum(case when created_at >= $1 then 1 else 0 end) as bigint) as operations,
-        cast(sum(case when status = 'failed' and completed_at >= $1 then 1 else 0 end) as bigint) as failures,
-        cast(sum(case when retired_at is null and status = 'unknown' then 1 else 0 end) as bigint) as unknown_now,
-        cast(sum(case when retired_at is null and status = 'unknown'
-            and coalesce(unknown_since, updated_at) < $2 then 1 else 0 end) as bigint) as stuck,
-        cast(sum(case when retired_at is null and status = 'awaiting_approval' then 1 else 0 end) as bigint) as awaiting
-    from operations
-    where (created_at >= $1 or completed_at >= $1 or status in ('unknown', 'awaiting_approval'))
-        and ($3 is null or namespace = $3)
-    group by namespace, tool"#;
+/// The events the table by tool counts, of `e` and its operation `o` (`tool_minutes`'
+/// migration says what each measure is); the list of kinds first lets the `(kind, at)`
+/// index find them.
+pub(super) const TOOL_EVENTS: &str = "e.kind in ('claimed', 'approval_requested', 'replayed', \
+     'in_flight_rejected', 'blocked_unknown', 'blocked_awaiting_approval', 'completed', \
+     'reconciled', 'resolved') \
+     and ((e.kind in ('claimed', 'approval_requested') and e.at = o.created_at) \
+       or e.kind in ('replayed', 'in_flight_rejected', 'blocked_unknown', 'blocked_awaiting_approval') \
+       or (e.kind in ('completed', 'reconciled', 'resolved') and o.status = 'failed' \
+           and e.at = o.completed_at))";
 
-/// Per namespace and tool: the duplicates prevented since `$1` (the kinds that make up
-/// `duplicates_prevented`).
-pub const TOOL_DUPLICATES: &str = r#"select o.namespace, o.tool, count(*) as count
-    from operation_events e join operations o on o.id = e.operation_id
-    where e.kind in ('replayed', 'in_flight_rejected', 'blocked_unknown', 'blocked_awaiting_approval')
-        and e.at >= $1 and ($2 is null or o.namespace = $2)
-    group by o.namespace, o.tool"#;
+/// The measure a counted event adds to (see [`TOOL_EVENTS`]).
+pub(super) const TOOL_MEASURE: &str =
+    "case when e.kind in ('claimed', 'approval_requested') then 'operations' \
+     when e.kind in ('completed', 'reconciled', 'resolved') then 'failures' \
+     else 'duplicates_prevented' end";
+
+/// Per namespace, tool and measure, the folded minutes of `[$1, $2)` and `[$3, $4)` and the
+/// folded hours of `[$5, $6)`.
+pub const FOLDED_TOOL_COUNTS: &str = r#"select namespace, tool, measure, cast(sum(count) as bigint) as count
+    from (
+        select namespace, tool, measure, count from tool_minutes
+        where bucket >= $1 and bucket < $2 and ($7 is null or namespace = $7)
+        union all
+        select namespace, tool, measure, count from tool_minutes
+        where bucket >= $3 and bucket < $4 and ($7 is null or namespace = $7)
+        union all
+        select namespace, tool, measure, count from tool_hours
+        where hour >= $5 and hour < $6 and ($7 is null or namespace = $7)
+    ) as folded
+    group by namespace, tool, measure"#;
+
+/// A range of minutes as `tool_hours` and `tool_minutes` hold it: the whole hours inside it,
+/// and the minutes before and after them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ByHours {
+    minutes_before: Range<i64>,
+    hours: Range<i64>,
+    minutes_after: Range<i64>,
+}
+
+impl ByHours {
+    fn of(minutes: Range<i64>) -> Self {
+        let first_hour =
+            minutes.start.div_euclid(60) + i64::from(minutes.start.rem_euclid(60) != 0);
+        let end_hour = minutes.end.div_euclid(60);
+        if first_hour >= end_hour {
+            let end = minutes.end;
+            return Self {
+                minutes_before: minutes,
+                hours: 0..0,
+                minutes_after: end..end,
+            };
+        }
+        Self {
+            minutes_before: minutes.start..first_hour * 60,
+            hours: first_hour..end_hour,
+            minutes_after: end_hour * 60..minutes.end,
+        }
+    }
+}
+
+/// Per namespace, tool and measure, the events not folded yet (`at >= $1`).
+pub static RAW_TOOL_COUNTS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "select o.namespace, o.tool, {TOOL_MEASURE} as measure, count(*) as count \
+         from operation_events e join operations o on o.id = e.operation_id \
+         where e.at >= $1 and ($2 is null or o.namespace = $2) and {TOOL_EVENTS} \
+         group by 1, 2, 3"
+    )
+});
+
+/// Per namespace, tool and status: the live operations `unknown` or `awaiting_approval`,
+/// and how many were `unknown` since before `$1` (stuck), as the gauges count.
+pub const TOOL_GAUGES: &str = r#"select namespace, tool, status, count(*) as count,
+        cast(coalesce(sum(case when coalesce(unknown_since, updated_at) < $1 then 1 else 0 end), 0) as bigint) as stuck
+    from operations
+    where retired_at is null and status in ('unknown', 'awaiting_approval') and ($2 is null or namespace = $2)
+    group by namespace, tool, status"#;
 
 /// The `reconciled` events since `$1` with their operation's namespace and tool.
 pub const TOOL_RECONCILED: &str = r#"select o.namespace, o.tool, e.detail
     from operation_events e join operations o on o.id = e.operation_id
     where e.kind = 'reconciled' and e.at >= $1 and ($2 is null or o.namespace = $2)"#;
 
+/// A namespace and tool's row with nothing counted yet.
+fn tool_row(namespace: String, tool: String) -> ToolMetrics {
+    ToolMetrics {
+        namespace,
+        tool,
+        ..ToolMetrics::default()
+    }
+}
+
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// The window's operations, duplicates and failures by namespace and tool: folded minutes
+/// before `split`, events from then on.
+async fn tool_measures<DB: Dialect>(
+    conn: &mut DB::Connection,
+    plan: &SeriesPlan,
+    split: i64,
+    namespace: &Option<String>,
+) -> Result<Vec<ToolMetrics>, StoreError> {
+    let folded = ByHours::of(plan.start_minute..split);
+    let mut rows: Vec<(String, String, String, i64)> = DB::query_as(FOLDED_TOOL_COUNTS)
+        .param(folded.minutes_before.start)
+        .param(folded.minutes_before.end)
+        .param(folded.minutes_after.start)
+        .param(folded.minutes_after.end)
+        .param(folded.hours.start)
+        .param(folded.hours.end)
+        .param(namespace)
+        .rows(&mut *conn)
+        .await?;
+    let raw: Vec<(String, String, String, i64)> = DB::query_as(&RAW_TOOL_COUNTS)
+        .param(minute_start(split))
+        .param(namespace)
+        .rows(&mut *conn)
+        .await?;
+    rows.extend(raw);
+    Ok(rows
+        .into_iter()
+        .map(|(namespace, tool, measure, n)| {
+            let row = tool_row(namespace, tool);
+            match measure.as_str() {
+                "operations" => ToolMetrics {
+                    operations: count(n),
+                    ..row
+                },
+                "failures" => ToolMetrics {
+                    failures: count(n),
+                    ..row
+                },
+                _ => ToolMetrics {
+                    duplicates_prevented: count(n),
+                    ..row
+                },
+            }
+        })
+        .collect())
+}
+
+/// What waits now by namespace and tool.
+async fn tool_gauges<DB: Dialect>(
+    conn: &mut DB::Connection,
+    plan: &SeriesPlan,
+    namespace: &Option<String>,
+) -> Result<Vec<ToolMetrics>, StoreError> {
+    let rows: Vec<(String, String, String, i64, i64)> = DB::query_as(TOOL_GAUGES)
+        .param(plan.stuck_before)
+        .param(namespace)
+        .rows(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(namespace, tool, status, n, stuck)| {
+            let row = tool_row(namespace, tool);
+            if status == "unknown" {
+                ToolMetrics {
+                    unknown_now: count(n),
+                    stuck_unknown: count(stuck),
+                    ..row
+                }
+            } else {
+                ToolMetrics {
+                    awaiting_approval: count(n),
+                    ..row
+                }
+            }
+        })
+        .collect())
+}
+
 async fn tool_counts<DB: Dialect>(
     conn: &mut DB::Connection,
     plan: &SeriesPlan,
     namespace: &Option<String>,
 ) -> Result<Vec<ToolCounts>, StoreError> {
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    let operations: Vec<(String, String, i64, i64, i64, i64, i64)> = DB::query_as(TOOL_OPERATIONS)
-        .param(plan.from())
-        .param(plan.stuck_before)
-        .param(namespace)
-        .rows(&mut *conn)
-        .await?;
-    let duplicates: Vec<(String, String, i64)> = DB::query_as(TOOL_DUPLICATES)
-        .param(plan.from())
-        .param(namespace)
-        .rows(&mut *conn)
-        .await?;
+    let split = folded_until::<DB>(conn, plan).await?;
+    let mut counted = tool_measures::<DB>(conn, plan, split, namespace).await?;
+    counted.extend(tool_gauges::<DB>(conn, plan, namespace).await?);
     let reconciled: Vec<(String, String, Json<Value>)> = DB::query_as(TOOL_RECONCILED)
         .param(plan.from())
         .param(namespace)
         .rows(&mut *conn)
         .await?;
-    let pair = |namespace, tool| ToolMetrics {
-        namespace,
-        tool,
-        ..ToolMetrics::default()
-    };
-    let counted = |counted| ToolCounts {
+    let counted = counted.into_iter().map(|counted| ToolCounts {
         counted,
         reconciled_ms: Vec::new(),
-    };
-    let rows = operations.into_iter().map(
-        |(namespace, tool, operations, failures, unknown, stuck, awaiting)| {
-            counted(ToolMetrics {
-                operations: count(operations),
-                failures: count(failures),
-                unknown_now: count(unknown),
-                stuck_unknown: count(stuck),
-                awaiting_approval: count(awaiting),
-                ..pair(namespace, tool)
-            })
-        },
-    );
-    let duplicates = duplicates.into_iter().map(|(namespace, tool, n)| {
-        counted(ToolMetrics {
-            duplicates_prevented: count(n),
-            ..pair(namespace, tool)
-        })
     });
     let reconciled = reconciled
         .into_iter()
         .map(|(namespace, tool, detail)| ToolCounts {
-            counted: pair(namespace, tool),
+            counted: tool_row(namespace, tool),
             reconciled_ms: detail.0["unknown_for_ms"].as_u64().into_iter().collect(),
         });
-    Ok(rows.chain(duplicates).chain(reconciled).collect())
+    Ok(counted.chain(reconciled).collect())
 }
 
-async fn watermark<DB: Dialect>(
+/// The first minute of the plan's window not folded yet: minutes before it are read from the
+/// roll-ups, the rest from the events. Retention deletes only events of folded minutes, so a
+/// fold or a deletion that commits meanwhile changes nothing.
+async fn folded_until<DB: Dialect>(
+    conn: &mut DB::Connection,
+    plan: &SeriesPlan,
+) -> Result<i64, StoreError> {
+    Ok(watermark::<DB>(conn, "")
+        .await?
+        .unwrap_or(i64::MIN)
+        .clamp(plan.start_minute, plan.end_minute))
+}
+
+pub(super) async fn watermark<DB: Dialect>(
     conn: &mut DB::Connection,
     lock: &str,
 ) -> Result<Option<i64>, StoreError> {
@@ -204,13 +323,7 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
         let mut conn = self.0.read_connection().await?;
         let plan = SeriesPlan::new(window.clone(), B::Db::now(&mut conn).await?, stuck_after);
         let namespace = namespace.map(|n| n.to_string());
-        // Minutes before the watermark are folded; the rest are read from the events.
-        // Retention deletes only events of folded minutes, so a fold or a deletion
-        // that commits meanwhile changes nothing.
-        let split = watermark::<B::Db>(&mut conn, "")
-            .await?
-            .unwrap_or(i64::MIN)
-            .clamp(plan.start_minute, plan.end_minute);
+        let split = folded_until::<B::Db>(&mut conn, &plan).await?;
         let folded: Vec<(i64, String, i64)> = B::Db::query_as(FOLDED_COUNTS)
             .param(plan.end_minute)
             .param(plan.bucket_minutes)
@@ -269,28 +382,46 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
     }
 
     async fn roll_up(&self) -> Result<u64, StoreError> {
+        // What this process counted so far is folded too.
         self.0.quiet_events().flush().await;
-        let mut tx = self.0.begin_write().await?;
-        let now = B::Db::now(&mut tx).await?;
-        let range = watermark::<B::Db>(&mut tx, B::Db::SKIP_LOCKED)
-            .await?
-            .and_then(|from| next_rollup(from, now));
-        let Some(range) = range else {
-            tx.rollback().await.map_err(store_error)?;
-            return Ok(0);
-        };
-        sqlx::query::<B::Db>(&fold(B::Db::EVENT_MINUTE))
-            .param(minute_start(range.start))
-            .param(minute_start(range.end))
-            .run(&mut *tx)
-            .await?;
-        sqlx::query::<B::Db>(
-            "update metrics_rollup set rolled_until = $1 where name = 'event_minutes'",
-        )
-        .param(range.end)
-        .run(&mut *tx)
-        .await?;
-        tx.commit().await.map_err(store_error)?;
-        Ok((range.end - range.start).unsigned_abs())
+        rollup_sql::roll_up(&self.0).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ByHours;
+
+    #[test]
+    fn a_range_of_minutes_reads_its_whole_hours_and_the_minutes_at_its_edges() {
+        // From half past hour 100 to a quarter past hour 103: 30 minutes, hours 101 and 102,
+        // then 15 minutes.
+        let minutes = 100 * 60 + 30..102 * 60 + 75;
+        assert_eq!(
+            ByHours::of(minutes),
+            ByHours {
+                minutes_before: 6030..6060,
+                hours: 101..103,
+                minutes_after: 6180..6195,
+            }
+        );
+        let on_the_hour = ByHours::of(6000..6120);
+        assert_eq!(
+            on_the_hour,
+            ByHours {
+                minutes_before: 6000..6000,
+                hours: 100..102,
+                minutes_after: 6120..6120,
+            }
+        );
+    }
+
+    #[test]
+    fn a_range_within_one_hour_reads_minutes_only() {
+        for minutes in [6010..6050, 6000..6059, 6030..6090, 6050..6050] {
+            let read = ByHours::of(minutes.clone());
+            assert_eq!(read.minutes_before, minutes);
+            assert!(read.hours.is_empty() && read.minutes_after.is_empty());
+        }
     }
 }

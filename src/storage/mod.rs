@@ -13,6 +13,7 @@ mod postgres;
 mod push_sql;
 mod quiet_events;
 mod retention_sql;
+mod rollup_sql;
 mod rows;
 mod sqlite;
 pub mod survey;

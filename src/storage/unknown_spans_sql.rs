@@ -1,7 +1,8 @@
 //! When operations were `unknown`, the stuck-unknowns series is drawn from (`GET
-//! /v1/metrics`): read from the events, and folded into `unknown_spans` when retention deletes
-//! an operation with its events, so the series over a window stays whole like the counters.
-//! Written once for both databases.
+//! /v1/metrics`): read from the operations `unknown` now and from the events of the settled
+//! ones, and folded into `unknown_spans` when retention deletes an operation with its events,
+//! so the series over a window stays whole like the counters. Written once for both
+//! databases.
 
 use app::ledger::metrics::{SeriesPlan, UnknownSpan, MAX_MINUTES};
 use app::store_error::StoreError;
@@ -23,22 +24,44 @@ const SETTLED: &str = "(select min(x.at) from operation_events x \
        and x.at >= e.at)";
 
 /// The spans that began before `$1` (the window's end) and reach past `$2` (the window's
-/// start less the stuck threshold), of namespace `$3` or of all: from the events of the
-/// operations still there, and from the folded spans of those retention deleted.
-static SPANS: LazyLock<String> = LazyLock::new(|| {
+/// start less the stuck threshold), of namespace `$3` or of all, with how many operations
+/// each stands for:
+/// - the folded spans of the operations retention deleted;
+/// - the settled ones, from the settlements since `$2` with the event each settled. The
+///   settlements lead the join (`cross join` fixes SQLite's order; PostgreSQL plans it as any
+///   join): from the unknown-making events instead, SQLite read every one of a backlog;
+/// - the open ones, from the operations `unknown` now, by the index the gauges read; those
+///   `unknown` since before `$2` are stuck at every moment of the series, so they come as one
+///   row (a backlog of 20,000 is one row, not 20,000 to decode).
+pub(crate) static SPANS: LazyLock<String> = LazyLock::new(|| {
+    // Times first: PostgreSQL types a union's `null` from the branches before it.
     format!(
-        "select since, until from ( \
-           select e.at as since, {SETTLED} as until \
-           from operation_events e join operations o on o.id = e.operation_id \
-           where e.at < $1 and ($3 is null or o.namespace = $3) and {BECAME_UNKNOWN} \
-             and not exists (select 1 from unknown_spans f where f.operation_id = e.operation_id) \
-           union all \
-           select since, until from unknown_spans \
-           where until > $2 and since < $1 and ($3 is null or namespace = $3) \
-         ) as spans \
-         where until is null or until > $2"
+        "select since, until, 1 as operations from unknown_spans \
+         where until > $2 and since < $1 and ($3 is null or namespace = $3) \
+         union all \
+         select e.at, s.at, 1 \
+         from operation_events s cross join operation_events e cross join operations o \
+         where e.operation_id = s.operation_id and o.id = s.operation_id \
+           and s.kind in ('reconciled', 'resolved') and s.at > $2 \
+           and e.at < $1 and e.at <= s.at and ($3 is null or o.namespace = $3) \
+           and {BECAME_UNKNOWN} and s.at = {SETTLED} \
+           and not exists (select 1 from unknown_spans f where f.operation_id = e.operation_id) \
+         union all \
+         select min({OPEN_SINCE}), null, count(*) \
+         from operations where {OPEN} and {OPEN_SINCE} < $2 \
+         having count(*) > 0 \
+         union all \
+         select {OPEN_SINCE}, null, 1 from operations where {OPEN} and {OPEN_SINCE} >= $2"
     )
 });
+
+/// The live operations `unknown` now, of namespace `$3` or of all (the first two terms are
+/// the condition of the index `operations_waiting`, which SQLite must find written out).
+const OPEN: &str = "retired_at is null and status in ('unknown', 'awaiting_approval') \
+     and status = 'unknown' and ($3 is null or namespace = $3)";
+
+/// When an open span began, as the gauges count it.
+const OPEN_SINCE: &str = "coalesce(unknown_since, updated_at)";
 
 /// Folds the settled spans of the operations `$1…` (before retention deletes their events);
 /// a span folded by an earlier round stays as it is.
@@ -65,7 +88,7 @@ pub(super) async fn read<DB: Dialect>(
     plan: &SeriesPlan,
     namespace: &Option<String>,
 ) -> Result<Vec<UnknownSpan>, StoreError> {
-    let rows: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)> = DB::query_as(&SPANS)
+    let rows: Vec<(DateTime<Utc>, Option<DateTime<Utc>>, i64)> = DB::query_as(&SPANS)
         .param(plan.now)
         .param(plan.from() - plan.stuck_after)
         .param(namespace)
@@ -73,7 +96,11 @@ pub(super) async fn read<DB: Dialect>(
         .await?;
     Ok(rows
         .into_iter()
-        .map(|(since, until)| UnknownSpan { since, until })
+        .map(|(since, until, operations)| UnknownSpan {
+            since,
+            until,
+            operations: u64::try_from(operations).unwrap_or(0),
+        })
         .collect())
 }
 

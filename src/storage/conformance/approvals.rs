@@ -64,7 +64,7 @@ async fn the_waiting_count_counts_requests_until_a_person_decides(
 }
 
 /// SQLite's plan for a statement, its steps joined.
-async fn sqlite_plan(db: &TestDatabase, statement: &str) -> String {
+pub(super) async fn sqlite_plan(db: &TestDatabase, statement: &str) -> String {
     let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
     let steps: Vec<(i64, i64, i64, String)> =
         sqlx::query_as(&format!("explain query plan {statement}"))

@@ -2,20 +2,25 @@
 //! namespaces apart.
 
 use app::domain::Namespace;
-use app::ledger::metrics::{MetricsReport, MetricsWindow, DEFAULT_STUCK_AFTER};
-use app::ledger::{Event, EventKind};
+use app::ledger::metrics::{MetricsReport, MetricsWindow, ToolsReport, DEFAULT_STUCK_AFTER};
+use app::ledger::{Event, EventKind, Report};
 use chrono::{TimeDelta, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
+use super::approvals::sqlite_plan;
 use super::conformance;
-use super::ledger::{request, start};
+use super::ledger::{fresh, request, start};
+use super::retention::sql_at;
+use crate::storage::metrics_sql::{GAUGES, TOOL_GAUGES};
 use crate::storage::testing::{Backend, TestDatabase};
+use crate::storage::unknown_spans_sql::SPANS;
 use crate::storage::Database;
 
 conformance!(
     run;
     folding_past_minutes_changes_no_answer_and_folds_each_minute_once,
+    the_table_by_tool_folds_operations_failures_and_duplicates,
 );
 
 pub(super) async fn run<F, Fut>(backend: Backend, check: F)
@@ -124,6 +129,10 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
         .metrics(Some(&support_ns), &day, DEFAULT_STUCK_AFTER)
         .await
         .unwrap();
+    let tools_before = metrics
+        .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
 
     // Two rounds at once (two processes): each minute is folded by one of them.
     let (one, two) = tokio::join!(metrics.roll_up(), metrics.roll_up());
@@ -144,6 +153,23 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
         Some(5),
         "replayed ×2 minutes, in flight, blocked unknown, mismatch"
     );
+    let rows = sql(backend, &db, "select count(*) from tool_minutes").await;
+    assert_eq!(
+        rows,
+        Some(3),
+        "billing's duplicates of two minutes, support's of one; the claims are too recent"
+    );
+    let tools_after = metrics
+        .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    assert_eq!(tools_before.tools, tools_after.tools);
+    let duplicates: Vec<(&str, u64)> = tools_after
+        .tools
+        .iter()
+        .map(|row| (row.namespace.as_str(), row.duplicates_prevented))
+        .collect();
+    assert_eq!(duplicates, [("billing", 3), ("support", 1)]);
 
     let after = metrics
         .metrics(None, &day, DEFAULT_STUCK_AFTER)
@@ -194,4 +220,111 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
         last_hour.totals.duplicates_prevented, 3,
         "the replay of 80 minutes ago is out"
     );
+}
+
+/// The table by tool, unfolded and folded: (namespace, tool, operations, failures,
+/// duplicates) of each row.
+fn tool_rows(report: &ToolsReport) -> Vec<(&str, &str, u64, u64, u64)> {
+    report
+        .tools
+        .iter()
+        .map(|row| {
+            let (namespace, tool) = (row.namespace.as_str(), row.tool.as_str());
+            (
+                namespace,
+                tool,
+                row.operations,
+                row.failures,
+                row.duplicates_prevented,
+            )
+        })
+        .collect()
+}
+
+async fn the_table_by_tool_folds_operations_failures_and_duplicates(
+    backend: Backend,
+    db: TestDatabase,
+    database: Database,
+) {
+    let (ledger, metrics) = (database.ledger_store(), database.metrics_store());
+    let failing = request("billing", "order-1", "refund");
+    let (failed, token) = start(ledger.as_ref(), &failing).await;
+    let declined = Report::Completed {
+        succeeded: false,
+        result: None,
+        error: Some(json!({ "code": "card_declined" })),
+        retryable: false,
+        provider_ref: None,
+    };
+    let billing = failing.namespace.clone();
+    let report = ledger.report(&billing, failed.id, &token, &declined, "a");
+    report.await.unwrap().unwrap().outcome.unwrap();
+    let running = request("billing", "order-2", "refund");
+    start(ledger.as_ref(), &running).await;
+    let in_flight = ledger.claim(&running, "a", fresh()).await.unwrap();
+    ledger.record_quiet_events(in_flight.events);
+    let emailed = request("support", "welcome-3", "email.send");
+    start(ledger.as_ref(), &emailed).await;
+    let replay = ledger.claim(&failing, "a", fresh()).await.unwrap();
+    ledger.record_quiet_events(replay.events);
+    let day = MetricsWindow::default();
+    // Flushes the quiet events; then everything moves half an hour back, each operation's
+    // times and events to one instant, so the claims and the failure are the roll-up's.
+    metrics
+        .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    let past = Utc::now() - TimeDelta::minutes(30);
+    for statement in [
+        "update operations set created_at = $1, updated_at = $1",
+        "update operations set completed_at = $1 where completed_at is not null",
+        "update operation_events set at = $1",
+    ] {
+        sql_at(backend, &db, statement, past).await;
+    }
+    sql(
+        backend,
+        &db,
+        "update metrics_rollup set rolled_until = rolled_until - 60",
+    )
+    .await;
+    let before = metrics
+        .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    let expected = [
+        ("billing", "refund", 2, 1, 2),
+        ("support", "email.send", 1, 0, 0),
+    ];
+    assert_eq!(tool_rows(&before), expected, "read from the events");
+
+    while metrics.roll_up().await.unwrap() > 0 {}
+    let rows = sql(backend, &db, "select count(*) from tool_minutes").await;
+    assert_eq!(
+        rows,
+        Some(4),
+        "billing: operations, failures, duplicates; support: operations"
+    );
+    let after = metrics
+        .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    assert_eq!(tool_rows(&after), expected, "read from the folded minutes");
+    let support = Namespace::try_from("support").unwrap();
+    let support_only = metrics
+        .tool_metrics(Some(&support), &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    assert_eq!(tool_rows(&support_only), &expected[1..]);
+
+    if backend == Backend::Sqlite {
+        // A million operations with 20,000 `unknown`: 0.2 s when each is read from the table.
+        for statement in [GAUGES, TOOL_GAUGES, &SPANS] {
+            let plan = sqlite_plan(&db, statement).await;
+            assert!(
+                plan.contains("COVERING INDEX operations_waiting"),
+                "the waiting operations are counted from the index alone: {plan}"
+            );
+        }
+    }
 }

@@ -23,7 +23,12 @@ conformance!(
 );
 
 /// Runs a statement with one time parameter (`$1`) on either database.
-async fn sql_at(backend: Backend, db: &TestDatabase, statement: &str, at: DateTime<Utc>) {
+pub(super) async fn sql_at(
+    backend: Backend,
+    db: &TestDatabase,
+    statement: &str,
+    at: DateTime<Utc>,
+) {
     macro_rules! execute {
         ($pool:ty) => {{
             let pool = <$pool>::connect(db.url()).await.unwrap();

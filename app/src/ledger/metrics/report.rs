@@ -35,12 +35,14 @@ pub struct ReconciledSample {
     pub unknown_for_ms: Option<u64>,
 }
 
-/// A time an operation was `unknown`: from when it became so until it was settled (`None`:
-/// it still is).
+/// A time operations were `unknown`: from when they became so until they were settled
+/// (`None`: they still are). A store may give the operations that share their stuck moments
+/// as one span (e.g. those `unknown` since before the window, all stuck throughout it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UnknownSpan {
     pub since: DateTime<Utc>,
     pub until: Option<DateTime<Utc>>,
+    pub operations: u64,
 }
 
 impl UnknownSpan {
@@ -182,7 +184,8 @@ pub fn assemble(
                 stuck_unknown: spans
                     .iter()
                     .filter(|span| span.stuck_at(end, plan.stuck_after))
-                    .count() as u64,
+                    .map(|span| span.operations)
+                    .sum(),
             }
         })
         .collect();
@@ -364,16 +367,19 @@ mod tests {
             UnknownSpan {
                 since: at("2026-12-01T13:40:00Z"),
                 until: Some(at("2026-12-01T14:10:00Z")),
+                operations: 1,
             },
-            // Unknown since 14:15, never settled: stuck from 14:30 on.
+            // Two unknown since 14:15, never settled: stuck from 14:30 on.
             UnknownSpan {
                 since: at("2026-12-01T14:15:00Z"),
                 until: None,
+                operations: 2,
             },
             // Unknown for ten minutes only: never stuck.
             UnknownSpan {
                 since: at("2026-12-01T14:00:00Z"),
                 until: Some(at("2026-12-01T14:10:00Z")),
+                operations: 1,
             },
         ];
         let report = assemble(&plan, &[], &[], &spans, Gauges::default());
@@ -393,8 +399,8 @@ mod tests {
             ("14:11", 0),
             ("14:16", 0),
             ("14:21", 0),
-            ("14:26", 1), // ends 14:31: the second is stuck since 14:30
-            ("14:31", 1), // the newest ends now
+            ("14:26", 2), // ends 14:31: the second two are stuck since 14:30
+            ("14:31", 2), // the newest ends now
         ]
         .into_iter()
         .map(|(start, n)| (start.to_owned(), n))
