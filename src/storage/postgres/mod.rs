@@ -246,13 +246,24 @@ impl crate::storage::backend::SqlBackend for PostgresStore {
 #[cfg(test)]
 pub(super) mod tests {
     use super::PostgresStore;
-    use crate::storage::backend::SqlStore;
-    use crate::storage::testing::TestDatabase;
+    use crate::storage::backend::{SqlBackend as _, SqlStore};
+    use crate::storage::testing::{Backend, TestDatabase};
 
     /// A store on `db` with the schema in place.
     pub(crate) async fn migrated(db: &TestDatabase) -> SqlStore<PostgresStore> {
         let store = PostgresStore::open(db.url()).await.unwrap();
         store.migrate().await.unwrap();
         SqlStore(store)
+    }
+
+    #[tokio::test]
+    async fn the_store_s_connections_run_without_jit() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = migrated(&db).await;
+        let (jit,): (String,) = sqlx::query_as("show jit")
+            .fetch_one(store.0.reader())
+            .await
+            .unwrap();
+        assert_eq!(jit, "off");
     }
 }
