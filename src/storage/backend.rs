@@ -6,9 +6,9 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Pool, Transaction};
 
 use super::dialect::{Dialect, Run};
-use super::quiet_events::QuietEvents;
 use super::retention_sql::{Purged, RetentionRound};
 use super::store_error;
+use super::written_behind::WrittenBehind;
 
 /// One database's store, as the shared SQL uses it.
 pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
@@ -23,8 +23,8 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// Every operation change committed (on PostgreSQL, by any process).
     fn changes(&self) -> &Changes;
 
-    /// The events written behind their answers (see `quiet_events`).
-    fn quiet_events(&self) -> &QuietEvents;
+    /// The events written behind their answers and the counts tallied behind them (see `written_behind`).
+    fn written_behind(&self) -> &WrittenBehind;
 
     /// A transaction for changes outside the ledger's own writes (on SQLite, on the one
     /// writer connection, taking its lock at once).

@@ -8,6 +8,7 @@
 //! read, and the shortcuts each database takes past the write lock.
 
 use app::domain::{IdempotencyKey, Namespace, ToolName, ToolPolicy};
+use app::ledger::metrics::tool_ticks;
 use app::ledger::{
     decide_claim, decide_report, decide_settlement, decide_verdict, expire_lease_at, Claim,
     ClaimRequest, Decision, Event, EventPage, EventPosition, Fresh, LedgerStore, Operation,
@@ -455,41 +456,9 @@ async fn decide_without_writing<B: LedgerBackend>(
 type DecideLocked<I, T> = fn(Operation, &I, DateTime<Utc>) -> Option<Decision<T>>;
 
 impl<B: LedgerBackend> SqlStore<B> {
-    /// Decides on the operation `id` under its lock (see [`decide_on`]) and writes the
-    /// decision; `None` when there is no such operation or `decide` declines it.
-    async fn decide_locked<I, T>(
-        &self,
-        id: Uuid,
-        input: I,
-        decide: DecideLocked<I, T>,
-    ) -> Result<Option<Decision<T>>, StoreError>
-    where
-        I: Send + Sync + 'static,
-        T: Send + Sync + 'static,
-    {
-        let input = Arc::new(input);
-        self.0
-            .write_and_forget(move |tx| {
-                let input = input.clone();
-                Box::pin(async move {
-                    decide_on::<B, _>(tx, id, |operation, now| decide(operation, &input, now)).await
-                })
-            })
-            .await
-    }
-}
-
-/// The live operations awaiting approval. The `in` repeats the partial index
-/// `operations_waiting` (migration `dashboard_indexes`) word for word: SQLite uses a partial
-/// index only when the query's terms contain the index's, so the count reads that small index
-/// instead of every row of the status.
-pub const COUNT_AWAITING_APPROVAL: &str = r#"select count(*) from operations
-    where retired_at is null and status in ('unknown', 'awaiting_approval')
-        and status = 'awaiting_approval'"#;
-
-#[async_trait::async_trait]
-impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
-    async fn claim(
+    /// Decides a claim and writes the decision: at once for a new key when the backend can,
+    /// else after reading the key, under its lock when there is something to write.
+    async fn decide_claim(
         &self,
         request: &ClaimRequest,
         actor: &str,
@@ -539,6 +508,64 @@ impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
             .await
     }
 
+    /// Decides on the operation `id` under its lock (see [`decide_on`]), writes the decision
+    /// and counts it; `None` when there is no such operation or `decide` declines it.
+    async fn decide_locked<I, T>(
+        &self,
+        id: Uuid,
+        input: I,
+        decide: DecideLocked<I, T>,
+    ) -> Result<Option<Decision<T>>, StoreError>
+    where
+        I: Send + Sync + 'static,
+        T: Send + Sync + 'static,
+    {
+        let input = Arc::new(input);
+        self.0
+            .write_and_forget(move |tx| {
+                let input = input.clone();
+                Box::pin(async move {
+                    decide_on::<B, _>(tx, id, |operation, now| decide(operation, &input, now)).await
+                })
+            })
+            .await
+            .map(|decision| self.count(decision))
+    }
+
+    /// Counts what a decision on one operation wrote in the table by tool.
+    fn count<T>(&self, decision: Option<Decision<T>>) -> Option<Decision<T>> {
+        if let Some(decision) = &decision {
+            let ticks = tool_ticks(&decision.events, decision.written());
+            self.0.written_behind().count(ticks);
+        }
+        decision
+    }
+}
+
+/// The live operations awaiting approval. The `in` repeats the partial index
+/// `operations_waiting` (migration `dashboard_indexes`) word for word: SQLite uses a partial
+/// index only when the query's terms contain the index's, so the count reads that small index
+/// instead of every row of the status.
+pub const COUNT_AWAITING_APPROVAL: &str = r#"select count(*) from operations
+    where retired_at is null and status in ('unknown', 'awaiting_approval')
+        and status = 'awaiting_approval'"#;
+
+#[async_trait::async_trait]
+impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
+    async fn claim(
+        &self,
+        request: &ClaimRequest,
+        actor: &str,
+        fresh: Fresh,
+    ) -> Result<Decision<Claim>, StoreError> {
+        let decision = self.decide_claim(request, actor, fresh).await?;
+        let about = decision.written().chain([decision.outcome.operation()]);
+        self.0
+            .written_behind()
+            .count(tool_ticks(&decision.events, about));
+        Ok(decision)
+    }
+
     async fn report(
         &self,
         namespace: &Namespace,
@@ -552,7 +579,7 @@ impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
             .report_from_read(namespace, id, token, report, actor)
             .await?
         {
-            return Ok(Some(decided));
+            return Ok(self.count(Some(decided)));
         }
         let input = (
             namespace.clone(),
@@ -626,7 +653,7 @@ impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
     }
 
     fn record_quiet_events(&self, events: Vec<Event>) {
-        self.0.quiet_events().record(events);
+        self.0.written_behind().record(events);
     }
 
     async fn operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError> {
@@ -655,7 +682,7 @@ impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
     }
 
     async fn events(&self, id: Uuid) -> Result<Vec<Event>, StoreError> {
-        self.0.quiet_events().flush().await;
+        self.0.written_behind().flush().await;
         // By time, not by insertion: quiet events are inserted behind, possibly after
         // a change that happened later; `seq` orders events of the same instant.
         let rows: Vec<EventRow> =
@@ -671,7 +698,7 @@ impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
         id: Uuid,
         page: &EventPage,
     ) -> Result<Vec<(EventPosition, Event)>, StoreError> {
-        self.0.quiet_events().flush().await;
+        self.0.written_behind().flush().await;
         let mut query = B::Db::query_as::<PositionedEventRow>(events_page_sql(page)).param(id);
         if let Some(after) = page.after {
             query = query.param(after.at).param(after.seq);

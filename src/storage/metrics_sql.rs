@@ -9,7 +9,7 @@
 use app::domain::Namespace;
 use app::ledger::metrics::{
     assemble, assemble_tools, minute_start, Gauges, KindCount, MetricsReport, MetricsStore,
-    MetricsWindow, ReconciledSample, SeriesPlan, ToolCounts, ToolMetrics, ToolsReport,
+    MetricsWindow, ReconciledSample, SeriesPlan, ToolCounts, ToolMeasure, ToolMetrics, ToolsReport,
     COUNTED_KINDS,
 };
 use app::store_error::StoreError;
@@ -63,26 +63,9 @@ pub const GAUGES: &str = r#"select status, count(*) as count,
     where retired_at is null and status in ('unknown', 'awaiting_approval') and ($2 is null or namespace = $2)
     group by status"#;
 
-/// The events the table by tool counts, of `e` and its operation `o` (`tool_minutes`'
-/// migration says what each measure is); the list of kinds first lets the `(kind, at)`
-/// index find them.
-pub(super) const TOOL_EVENTS: &str = "e.kind in ('claimed', 'approval_requested', 'replayed', \
-     'in_flight_rejected', 'blocked_unknown', 'blocked_awaiting_approval', 'completed', \
-     'reconciled', 'resolved') \
-     and ((e.kind in ('claimed', 'approval_requested') and e.at = o.created_at) \
-       or e.kind in ('replayed', 'in_flight_rejected', 'blocked_unknown', 'blocked_awaiting_approval') \
-       or (e.kind in ('completed', 'reconciled', 'resolved') and o.status = 'failed' \
-           and e.at = o.completed_at))";
-
-/// The measure a counted event adds to (see [`TOOL_EVENTS`]).
-pub(super) const TOOL_MEASURE: &str =
-    "case when e.kind in ('claimed', 'approval_requested') then 'operations' \
-     when e.kind in ('completed', 'reconciled', 'resolved') then 'failures' \
-     else 'duplicates_prevented' end";
-
-/// Per namespace, tool and measure, the folded minutes of `[$1, $2)` and `[$3, $4)` and the
-/// folded hours of `[$5, $6)`.
-pub const FOLDED_TOOL_COUNTS: &str = r#"select namespace, tool, measure, cast(sum(count) as bigint) as count
+/// Per namespace, tool and measure, the counts of the minutes `[$1, $2)` and `[$3, $4)` and
+/// of the hours `[$5, $6)`.
+pub const TOOL_COUNTS: &str = r#"select namespace, tool, measure, cast(sum(count) as bigint) as count
     from (
         select namespace, tool, measure, count from tool_minutes
         where bucket >= $1 and bucket < $2 and ($7 is null or namespace = $7)
@@ -125,16 +108,6 @@ impl ByHours {
     }
 }
 
-/// Per namespace, tool and measure, the events not folded yet (`at >= $1`).
-pub static RAW_TOOL_COUNTS: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "select o.namespace, o.tool, {TOOL_MEASURE} as measure, count(*) as count \
-         from operation_events e join operations o on o.id = e.operation_id \
-         where e.at >= $1 and ($2 is null or o.namespace = $2) and {TOOL_EVENTS} \
-         group by 1, 2, 3"
-    )
-});
-
 /// Per namespace, tool and status: the live operations `unknown` or `awaiting_approval`,
 /// and how many were `unknown` since before `$1` (stuck), as the gauges count.
 pub const TOOL_GAUGES: &str = r#"select namespace, tool, status, count(*) as count,
@@ -161,49 +134,42 @@ fn count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// The window's operations, duplicates and failures by namespace and tool: folded minutes
-/// before `split`, events from then on.
+/// The window's operations, duplicates and failures by namespace and tool, as counted when
+/// they were written (see `tool_counts_sql`).
 async fn tool_measures<DB: Dialect>(
     conn: &mut DB::Connection,
     plan: &SeriesPlan,
-    split: i64,
     namespace: &Option<String>,
 ) -> Result<Vec<ToolMetrics>, StoreError> {
-    let folded = ByHours::of(plan.start_minute..split);
-    let mut rows: Vec<(String, String, String, i64)> = DB::query_as(FOLDED_TOOL_COUNTS)
-        .param(folded.minutes_before.start)
-        .param(folded.minutes_before.end)
-        .param(folded.minutes_after.start)
-        .param(folded.minutes_after.end)
-        .param(folded.hours.start)
-        .param(folded.hours.end)
+    let window = ByHours::of(plan.start_minute..plan.end_minute);
+    let rows: Vec<(String, String, String, i64)> = DB::query_as(TOOL_COUNTS)
+        .param(window.minutes_before.start)
+        .param(window.minutes_before.end)
+        .param(window.minutes_after.start)
+        .param(window.minutes_after.end)
+        .param(window.hours.start)
+        .param(window.hours.end)
         .param(namespace)
         .rows(&mut *conn)
         .await?;
-    let raw: Vec<(String, String, String, i64)> = DB::query_as(&RAW_TOOL_COUNTS)
-        .param(minute_start(split))
-        .param(namespace)
-        .rows(&mut *conn)
-        .await?;
-    rows.extend(raw);
     Ok(rows
         .into_iter()
-        .map(|(namespace, tool, measure, n)| {
+        .filter_map(|(namespace, tool, measure, n)| {
             let row = tool_row(namespace, tool);
-            match measure.as_str() {
-                "operations" => ToolMetrics {
+            Some(match ToolMeasure::parse(&measure)? {
+                ToolMeasure::Operations => ToolMetrics {
                     operations: count(n),
                     ..row
                 },
-                "failures" => ToolMetrics {
+                ToolMeasure::Failures => ToolMetrics {
                     failures: count(n),
                     ..row
                 },
-                _ => ToolMetrics {
+                ToolMeasure::DuplicatesPrevented => ToolMetrics {
                     duplicates_prevented: count(n),
                     ..row
                 },
-            }
+            })
         })
         .collect())
 }
@@ -244,8 +210,7 @@ async fn tool_counts<DB: Dialect>(
     plan: &SeriesPlan,
     namespace: &Option<String>,
 ) -> Result<Vec<ToolCounts>, StoreError> {
-    let split = folded_until::<DB>(conn, plan).await?;
-    let mut counted = tool_measures::<DB>(conn, plan, split, namespace).await?;
+    let mut counted = tool_measures::<DB>(conn, plan, namespace).await?;
     counted.extend(tool_gauges::<DB>(conn, plan, namespace).await?);
     let reconciled: Vec<(String, String, Json<Value>)> = DB::query_as(TOOL_RECONCILED)
         .param(plan.from())
@@ -319,7 +284,7 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
         stuck_after: TimeDelta,
     ) -> Result<MetricsReport, StoreError> {
         // Replays and refused duplicates are counted: see this process's so far.
-        self.0.quiet_events().flush().await;
+        self.0.written_behind().flush().await;
         let mut conn = self.0.read_connection().await?;
         let plan = SeriesPlan::new(window.clone(), B::Db::now(&mut conn).await?, stuck_after);
         let namespace = namespace.map(|n| n.to_string());
@@ -367,8 +332,8 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
         window: &MetricsWindow,
         stuck_after: TimeDelta,
     ) -> Result<ToolsReport, StoreError> {
-        // Replays are counted: see this process's so far.
-        self.0.quiet_events().flush().await;
+        // The counts are written behind: see this process's so far.
+        self.0.written_behind().flush().await;
         let mut conn = self.0.read_connection().await?;
         let plan = SeriesPlan::new(window.clone(), B::Db::now(&mut conn).await?, stuck_after);
         let namespace = namespace.map(|n| n.to_string());
@@ -383,7 +348,7 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
 
     async fn roll_up(&self) -> Result<u64, StoreError> {
         // What this process counted so far is folded too.
-        self.0.quiet_events().flush().await;
+        self.0.written_behind().flush().await;
         rollup_sql::roll_up(&self.0).await
     }
 }

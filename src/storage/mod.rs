@@ -11,7 +11,6 @@ mod metrics_sql;
 mod operation_rows;
 mod postgres;
 mod push_sql;
-mod quiet_events;
 mod retention_sql;
 mod rollup_sql;
 mod rows;
@@ -21,7 +20,9 @@ pub mod survey;
 // part of what idem offers.
 #[doc(hidden)]
 pub mod testing;
+mod tool_counts_sql;
 mod unknown_spans_sql;
+mod written_behind;
 
 #[cfg(test)]
 pub(crate) mod conformance;

@@ -80,7 +80,7 @@ pub const DELETE_SESSIONS: &str = r#"delete from sessions where token_hash in
 impl<B: SqlBackend> SqlStore<B> {
     /// One retention round: at most `round.batch` rows of each kind, one transaction.
     pub(crate) async fn purge_round(&self, round: &RetentionRound) -> Result<Purged, StoreError> {
-        self.0.quiet_events().flush().await;
+        self.0.written_behind().flush().await;
         let mut tx = self.0.begin_write().await?;
         let (rolled_until,): (i64,) =
             B::Db::query_as("select rolled_until from metrics_rollup where name = 'event_minutes'")

@@ -36,6 +36,20 @@ pub enum Claim {
     },
 }
 
+impl Claim {
+    /// The operation the answer is about.
+    pub fn operation(&self) -> &Operation {
+        match self {
+            Claim::Started { operation, .. }
+            | Claim::AwaitingApproval { operation }
+            | Claim::Replayed { operation, .. }
+            | Claim::InProgress { operation, .. }
+            | Claim::OutcomeUnknown { operation, .. }
+            | Claim::KeyReused { operation, .. } => operation,
+        }
+    }
+}
+
 /// Values a claim may need that are not pure: ids and lease tokens are made by the caller.
 #[derive(Debug, Clone)]
 pub struct Fresh {
@@ -369,33 +383,8 @@ fn seconds_until(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{IdempotencyKey, KeySource, Namespace, ToolName, ToolPolicy};
+    use crate::ledger::fixtures::{fresh, refund_request as request};
     use crate::ledger::Approval;
-    use crate::ledger::Runner;
-
-    fn request() -> ClaimRequest {
-        let tool = ToolName::try_from("refund").unwrap();
-        let args = json!({ "order_id": "1" });
-        ClaimRequest {
-            namespace: Namespace::try_from("billing").unwrap(),
-            key: IdempotencyKey::try_from("k").unwrap(),
-            key_source: KeySource::Body,
-            fingerprint: Fingerprint::compute(&tool, &args, &[]),
-            tool,
-            policy: ToolPolicy::default_for_unregistered(),
-            args,
-            run_id: None,
-            step: Some(4),
-            runner: Runner::Agent,
-        }
-    }
-
-    fn fresh() -> Fresh {
-        Fresh {
-            operation_id: Uuid::now_v7(),
-            lease_token: "new-token".into(),
-        }
-    }
 
     fn existing(status: OperationStatus, now: DateTime<Utc>) -> Operation {
         let started = decide_claim(None, &request(), "a", fresh(), now - Duration::seconds(10));

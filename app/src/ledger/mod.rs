@@ -7,6 +7,8 @@ mod complete;
 mod error;
 mod executor;
 pub mod failpoint;
+#[cfg(test)]
+mod fixtures;
 pub mod metrics;
 mod model;
 mod notes;

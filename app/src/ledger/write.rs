@@ -41,6 +41,17 @@ impl<T> Decision<T> {
         }
     }
 
+    /// The operations it writes, as they will be stored.
+    pub fn written(&self) -> impl Iterator<Item = &Operation> {
+        self.writes.iter().filter_map(|write| match write {
+            Write::Insert(operation)
+            | Write::Update {
+                after: operation, ..
+            } => Some(operation),
+            Write::Retire { .. } => None,
+        })
+    }
+
     /// The events that must commit with `writes`: those recording a change of state.
     pub fn state_events(&self) -> Vec<Event> {
         self.events

@@ -1,8 +1,10 @@
 //! Metrics: the per-minute roll-up changes no answer, folds each minute once, and keeps
-//! namespaces apart.
+//! namespaces apart; the table by tool is counted as decisions commit.
 
 use app::domain::Namespace;
-use app::ledger::metrics::{MetricsReport, MetricsWindow, ToolsReport, DEFAULT_STUCK_AFTER};
+use app::ledger::metrics::{
+    MetricsReport, MetricsWindow, ToolMeasure, ToolTick, ToolsReport, DEFAULT_STUCK_AFTER,
+};
 use app::ledger::{Event, EventKind, Report};
 use chrono::{TimeDelta, Utc};
 use serde_json::json;
@@ -11,16 +13,19 @@ use uuid::Uuid;
 use super::approvals::sqlite_plan;
 use super::conformance;
 use super::ledger::{fresh, request, start};
-use super::retention::sql_at;
 use crate::storage::metrics_sql::{GAUGES, TOOL_GAUGES};
 use crate::storage::testing::{Backend, TestDatabase};
+use crate::storage::tool_counts_sql;
 use crate::storage::unknown_spans_sql::SPANS;
+use crate::storage::written_behind::Tally;
 use crate::storage::Database;
 
 conformance!(
     run;
     folding_past_minutes_changes_no_answer_and_folds_each_minute_once,
-    the_table_by_tool_folds_operations_failures_and_duplicates,
+    the_table_by_tool_counts_operations_failures_and_duplicates_as_they_commit,
+    counts_written_apart_add_up_in_their_minute_and_hour,
+    the_upgrade_counts_the_minutes_the_roll_up_had_not_folded,
 );
 
 pub(super) async fn run<F, Fut>(backend: Backend, check: F)
@@ -153,23 +158,20 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
         Some(5),
         "replayed ×2 minutes, in flight, blocked unknown, mismatch"
     );
-    let rows = sql(backend, &db, "select count(*) from tool_minutes").await;
-    assert_eq!(
-        rows,
-        Some(3),
-        "billing's duplicates of two minutes, support's of one; the claims are too recent"
-    );
     let tools_after = metrics
         .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
         .await
         .unwrap();
-    assert_eq!(tools_before.tools, tools_after.tools);
-    let duplicates: Vec<(&str, u64)> = tools_after
+    assert_eq!(
+        tools_before.tools, tools_after.tools,
+        "the table by tool is counted as decisions commit, never by the roll-up"
+    );
+    let operations: Vec<(&str, u64)> = tools_after
         .tools
         .iter()
-        .map(|row| (row.namespace.as_str(), row.duplicates_prevented))
+        .map(|row| (row.namespace.as_str(), row.operations))
         .collect();
-    assert_eq!(duplicates, [("billing", 3), ("support", 1)]);
+    assert_eq!(operations, [("billing", 1), ("support", 1)]);
 
     let after = metrics
         .metrics(None, &day, DEFAULT_STUCK_AFTER)
@@ -241,7 +243,7 @@ fn tool_rows(report: &ToolsReport) -> Vec<(&str, &str, u64, u64, u64)> {
         .collect()
 }
 
-async fn the_table_by_tool_folds_operations_failures_and_duplicates(
+async fn the_table_by_tool_counts_operations_failures_and_duplicates_as_they_commit(
     backend: Backend,
     db: TestDatabase,
     database: Database,
@@ -267,28 +269,9 @@ async fn the_table_by_tool_folds_operations_failures_and_duplicates(
     start(ledger.as_ref(), &emailed).await;
     let replay = ledger.claim(&failing, "a", fresh()).await.unwrap();
     ledger.record_quiet_events(replay.events);
+
     let day = MetricsWindow::default();
-    // Flushes the quiet events; then everything moves half an hour back, each operation's
-    // times and events to one instant, so the claims and the failure are the roll-up's.
-    metrics
-        .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
-        .await
-        .unwrap();
-    let past = Utc::now() - TimeDelta::minutes(30);
-    for statement in [
-        "update operations set created_at = $1, updated_at = $1",
-        "update operations set completed_at = $1 where completed_at is not null",
-        "update operation_events set at = $1",
-    ] {
-        sql_at(backend, &db, statement, past).await;
-    }
-    sql(
-        backend,
-        &db,
-        "update metrics_rollup set rolled_until = rolled_until - 60",
-    )
-    .await;
-    let before = metrics
+    let report = metrics
         .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
         .await
         .unwrap();
@@ -296,20 +279,37 @@ async fn the_table_by_tool_folds_operations_failures_and_duplicates(
         ("billing", "refund", 2, 1, 2),
         ("support", "email.send", 1, 0, 0),
     ];
-    assert_eq!(tool_rows(&before), expected, "read from the events");
-
+    assert_eq!(tool_rows(&report), expected);
+    for table in ["tool_minutes", "tool_hours"] {
+        let total = sql(
+            backend,
+            &db,
+            &format!("select cast(sum(count) as bigint) from {table}"),
+        )
+        .await;
+        assert_eq!(
+            total,
+            Some(6),
+            "{table}: every count is written by the read"
+        );
+    }
+    // The roll-up folds events of its own; the table by tool is not among them.
+    sql(
+        backend,
+        &db,
+        "update metrics_rollup set rolled_until = rolled_until - 60",
+    )
+    .await;
     while metrics.roll_up().await.unwrap() > 0 {}
-    let rows = sql(backend, &db, "select count(*) from tool_minutes").await;
-    assert_eq!(
-        rows,
-        Some(4),
-        "billing: operations, failures, duplicates; support: operations"
-    );
     let after = metrics
         .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
         .await
         .unwrap();
-    assert_eq!(tool_rows(&after), expected, "read from the folded minutes");
+    assert_eq!(
+        tool_rows(&after),
+        expected,
+        "the roll-up counted nothing twice"
+    );
     let support = Namespace::try_from("support").unwrap();
     let support_only = metrics
         .tool_metrics(Some(&support), &day, DEFAULT_STUCK_AFTER)
@@ -327,4 +327,148 @@ async fn the_table_by_tool_folds_operations_failures_and_duplicates(
             );
         }
     }
+}
+
+/// Adds `tally` as the writer behind the answers does, in a transaction of its own.
+async fn add_tally(backend: Backend, db: &TestDatabase, tally: &Tally) {
+    match backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
+            let mut tx = pool.begin().await.unwrap();
+            tool_counts_sql::add::<sqlx::Sqlite>(&mut tx, tally)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            pool.close().await;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
+            let mut tx = pool.begin().await.unwrap();
+            tool_counts_sql::add::<sqlx::Postgres>(&mut tx, tally)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            pool.close().await;
+        }
+    }
+}
+
+async fn counts_written_apart_add_up_in_their_minute_and_hour(
+    backend: Backend,
+    db: TestDatabase,
+    _database: Database,
+) {
+    // The last minute of hour 480,000 and the first of the next.
+    let last_minute = 480_000 * 60 + 59;
+    let tick = |minute: i64, measure: ToolMeasure| ToolTick {
+        minute,
+        namespace: "billing".into(),
+        tool: "refund".into(),
+        measure,
+    };
+    let first = Tally::from([
+        (tick(last_minute, ToolMeasure::Operations), 2),
+        (tick(last_minute + 1, ToolMeasure::Operations), 1),
+        (tick(last_minute, ToolMeasure::Failures), 1),
+    ]);
+    add_tally(backend, &db, &first).await;
+    let second = Tally::from([(tick(last_minute, ToolMeasure::Operations), 3)]);
+    add_tally(backend, &db, &second).await;
+
+    let count = |table: &str, time: &str, at: i64, measure: &str| {
+        format!("select count from {table} where {time} = {at} and measure = '{measure}'")
+    };
+    let minute = |at, measure| count("tool_minutes", "bucket", at, measure);
+    let hour = |at, measure| count("tool_hours", "hour", at, measure);
+    assert_eq!(
+        sql(backend, &db, &minute(last_minute, "operations")).await,
+        Some(5)
+    );
+    assert_eq!(
+        sql(backend, &db, &minute(last_minute + 1, "operations")).await,
+        Some(1)
+    );
+    assert_eq!(
+        sql(backend, &db, &minute(last_minute, "failures")).await,
+        Some(1)
+    );
+    assert_eq!(
+        sql(backend, &db, &hour(480_000, "operations")).await,
+        Some(5)
+    );
+    assert_eq!(
+        sql(backend, &db, &hour(480_001, "operations")).await,
+        Some(1)
+    );
+    assert_eq!(sql(backend, &db, &hour(480_000, "failures")).await, Some(1));
+    let rows = "select (select count(*) from tool_minutes) + (select count(*) from tool_hours)";
+    assert_eq!(
+        sql(backend, &db, rows).await,
+        Some(6),
+        "one row per minute or hour and measure"
+    );
+}
+
+/// Runs a script of several statements.
+async fn script(backend: Backend, db: &TestDatabase, statements: &str) {
+    match backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
+            sqlx::raw_sql(statements).execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
+            sqlx::raw_sql(statements).execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+    }
+}
+
+async fn the_upgrade_counts_the_minutes_the_roll_up_had_not_folded(
+    backend: Backend,
+    db: TestDatabase,
+    database: Database,
+) {
+    let (ledger, metrics) = (database.ledger_store(), database.metrics_store());
+    start(ledger.as_ref(), &request("billing", "order-1", "refund")).await;
+    start(ledger.as_ref(), &request("billing", "order-2", "refund")).await;
+    let day = MetricsWindow::default();
+    let counted = metrics
+        .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
+        .await
+        .unwrap();
+    assert_eq!(tool_rows(&counted), [("billing", "refund", 2, 0, 0)]);
+
+    // As the version before left it: the roll-up had folded up to two hours ago (an hour's
+    // row holds what it folded of that hour), and nothing since was counted.
+    script(
+        backend,
+        &db,
+        "update metrics_rollup set rolled_until = rolled_until - 120; \
+         delete from tool_minutes; delete from tool_hours; \
+         insert into tool_hours (hour, namespace, tool, measure, count) \
+         select rolled_until / 60, 'billing', 'refund', 'operations', 10 \
+         from metrics_rollup where name = 'event_minutes'",
+    )
+    .await;
+    let upgrade = match backend {
+        Backend::Sqlite => {
+            include_str!("../../../migrations/sqlite/20261207000000_tool_counts_as_written.sql")
+        }
+        Backend::Postgres => {
+            include_str!("../../../migrations/postgres/20261207000000_tool_counts_as_written.sql")
+        }
+    };
+    script(backend, &db, upgrade).await;
+
+    let total = |table: &str| {
+        format!("select cast(sum(count) as bigint) from {table} where measure = 'operations'")
+    };
+    assert_eq!(sql(backend, &db, &total("tool_minutes")).await, Some(2));
+    assert_eq!(
+        sql(backend, &db, &total("tool_hours")).await,
+        Some(12),
+        "added to the hour the roll-up had begun"
+    );
 }

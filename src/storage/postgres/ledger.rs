@@ -27,8 +27,9 @@ use crate::storage::ledger_sql::{
     insert_events, push_write, LedgerBackend, EVENTS_PER_STATEMENT, INSERT_EVENTS,
 };
 use crate::storage::operation_rows::{OperationRow, OPERATION_COLUMNS};
-use crate::storage::quiet_events::EventSink;
 use crate::storage::store_error;
+use crate::storage::tool_counts_sql;
+use crate::storage::written_behind::{BehindSink, Tally};
 use crate::storage::Staging;
 
 /// Applies writes one statement each (a change's writes are one to three rows).
@@ -137,18 +138,19 @@ impl ReadAtRow {
     }
 }
 
-/// Quiet events are written in their own transactions, many rows per statement.
-pub(super) fn quiet_event_sink(pool: PgPool) -> Arc<dyn EventSink> {
-    Arc::new(QuietEventSink(pool))
+/// Quiet events and counts are written in their own transactions, many rows per statement.
+pub(super) fn behind_sink(pool: PgPool) -> Arc<dyn BehindSink> {
+    Arc::new(PoolSink(pool))
 }
 
-struct QuietEventSink(PgPool);
+struct PoolSink(PgPool);
 
 #[async_trait::async_trait]
-impl EventSink for QuietEventSink {
-    async fn write_events(&self, events: &[Event]) -> Result<(), StoreError> {
+impl BehindSink for PoolSink {
+    async fn write(&self, events: &[Event], tally: &Tally) -> Result<(), StoreError> {
         let mut tx = self.0.begin().await.map_err(store_error)?;
         insert_events::<Postgres>(&mut tx, events).await?;
+        tool_counts_sql::add::<Postgres>(&mut tx, tally).await?;
         tx.commit().await.map_err(store_error)
     }
 }

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::quiet_events::QuietEvents;
+use super::written_behind::WrittenBehind;
 use super::{store_error, OpenError};
 use announcer::Announcer;
 use group_commit::GroupCommit;
@@ -30,7 +30,7 @@ const CHANGES_CHANNEL: &str = "idem_operations";
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
-    quiet_events: QuietEvents,
+    written_behind: WrittenBehind,
     changes: Changes,
     /// Tells every process (this one too) of the changes this one commits.
     announcer: Announcer,
@@ -83,13 +83,13 @@ impl PostgresStore {
             membership.clone(),
             pool.clone(),
         ));
-        let quiet_events = QuietEvents::start(ledger::quiet_event_sink(pool.clone()));
+        let written_behind = WrittenBehind::start(ledger::behind_sink(pool.clone()));
         let announcer = Announcer::start(pool.clone(), CHANGES_CHANNEL);
         let group_commit = GroupCommit::start(pool.clone());
         let group_read = GroupRead::start(pool.clone());
         Ok(Self {
             pool,
-            quiet_events,
+            written_behind,
             changes,
             announcer,
             group_commit,
@@ -225,8 +225,8 @@ impl crate::storage::backend::SqlBackend for PostgresStore {
         &self.changes
     }
 
-    fn quiet_events(&self) -> &QuietEvents {
-        &self.quiet_events
+    fn written_behind(&self) -> &WrittenBehind {
+        &self.written_behind
     }
 
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
@@ -234,7 +234,7 @@ impl crate::storage::backend::SqlBackend for PostgresStore {
     }
 
     async fn close(&self) {
-        self.quiet_events.flush().await;
+        self.written_behind.flush().await;
         self.announcer.flush().await;
         if let Some(membership) = &self.membership {
             membership.leave(&self.pool).await;

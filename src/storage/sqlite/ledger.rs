@@ -25,7 +25,8 @@ use crate::storage::ledger_sql::{
     EVENTS_PER_STATEMENT, INSERT_EVENTS,
 };
 use crate::storage::operation_rows::{OperationRow, OPERATION_COLUMNS};
-use crate::storage::quiet_events::EventSink;
+use crate::storage::tool_counts_sql;
+use crate::storage::written_behind::{BehindSink, Tally};
 use crate::storage::{store_error, Staging};
 
 /// Runs a list of statements; the rows they changed, all together.
@@ -68,22 +69,24 @@ where
     .map_err(|error| StoreError::Backend(Box::new(error)))?
 }
 
-/// Quiet events go through the same writer, as one change of many rows.
-pub(super) fn quiet_event_sink(writer: GroupCommit) -> Arc<dyn EventSink> {
-    Arc::new(QuietEventSink(writer))
+/// Quiet events and counts go through the same writer, as one change of many rows.
+pub(super) fn behind_sink(writer: GroupCommit) -> Arc<dyn BehindSink> {
+    Arc::new(WriterSink(writer))
 }
 
-struct QuietEventSink(GroupCommit);
+struct WriterSink(GroupCommit);
 
 #[async_trait::async_trait]
-impl EventSink for QuietEventSink {
-    async fn write_events(&self, events: &[Event]) -> Result<(), StoreError> {
-        let events = Arc::new(events.to_vec());
+impl BehindSink for WriterSink {
+    async fn write(&self, events: &[Event], tally: &Tally) -> Result<(), StoreError> {
+        let behind = Arc::new((events.to_vec(), tally.clone()));
         self.0
             .write(move |tx| {
-                let events = events.clone();
+                let behind = behind.clone();
                 Box::pin(async move {
-                    insert_events::<Sqlite>(tx, &events).await?;
+                    let (events, tally) = &*behind;
+                    insert_events::<Sqlite>(tx, events).await?;
+                    tool_counts_sql::add::<Sqlite>(tx, tally).await?;
                     Ok(((), Vec::new()))
                 })
             })

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::kept_rows::KeptRows;
-use super::quiet_events::QuietEvents;
+use super::written_behind::WrittenBehind;
 use super::{store_error, OpenError};
 use group_commit::GroupCommit;
 
@@ -33,7 +33,7 @@ pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
     group_commit: GroupCommit,
-    quiet_events: QuietEvents,
+    written_behind: WrittenBehind,
     changes: Changes,
     /// Kept only by the store `idem serve` opened, which alone changes the file.
     kept: Option<Arc<KeptRows>>,
@@ -102,12 +102,12 @@ impl SqliteStore {
         let changes = Changes::new();
         let group_commit =
             GroupCommit::start(writer.clone(), changes.clone()).map_err(OpenError::Writer)?;
-        let quiet_events = QuietEvents::start(ledger::quiet_event_sink(group_commit.clone()));
+        let written_behind = WrittenBehind::start(ledger::behind_sink(group_commit.clone()));
         Ok(Self {
             writer,
             reader,
             group_commit,
-            quiet_events,
+            written_behind,
             changes,
             kept: None,
             _served: None,
@@ -164,8 +164,8 @@ impl crate::storage::backend::SqlBackend for SqliteStore {
         &self.changes
     }
 
-    fn quiet_events(&self) -> &QuietEvents {
-        &self.quiet_events
+    fn written_behind(&self) -> &WrittenBehind {
+        &self.written_behind
     }
 
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
@@ -184,7 +184,7 @@ impl crate::storage::backend::SqlBackend for SqliteStore {
     }
 
     async fn close(&self) {
-        self.quiet_events.flush().await;
+        self.written_behind.flush().await;
         self.writer.close().await;
         self.reader.close().await;
     }

@@ -8,6 +8,7 @@
 
 mod latency;
 mod report;
+mod tool_ticks;
 mod tools;
 mod window;
 
@@ -16,6 +17,7 @@ pub use report::{
     assemble, Bucket, Counters, Gauges, KindCount, MetricsReport, ReconciledSample, UnknownSpan,
     COUNTED_KINDS,
 };
+pub use tool_ticks::{tool_ticks, ToolMeasure, ToolTick};
 pub use tools::{assemble_tools, ToolCounts, ToolMetrics, ToolsReport};
 pub use window::{
     minute_start, unix_minute, MetricsWindow, SeriesPlan, WindowError, DEFAULT_STUCK_AFTER,

@@ -15,7 +15,7 @@ pub struct ToolMetrics {
     /// Repeats answered without a new action in the window: `replayed`, `in_flight_rejected`,
     /// `blocked_unknown` and `blocked_awaiting_approval` events, as in `GET /v1/metrics`.
     pub duplicates_prevented: u64,
-    /// Operations that settled `failed` in the window.
+    /// Settlements that left their operation `failed` in the window.
     pub failures: u64,
     /// Live operations `unknown` now.
     pub unknown_now: u64,

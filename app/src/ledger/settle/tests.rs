@@ -2,36 +2,17 @@
 
 use chrono::{Duration, Utc};
 use serde_json::json;
-use uuid::Uuid;
 
 use super::*;
-use crate::domain::{Fingerprint, IdempotencyKey, KeySource, Namespace, ToolName, ToolPolicy};
-use crate::ledger::{decide_claim, Claim, ClaimRequest, Fresh, Runner};
+use crate::ledger::fixtures::{fresh, refund_request};
+use crate::ledger::{decide_claim, Claim};
 
 fn operation(status: OperationStatus) -> Operation {
-    let tool = ToolName::try_from("refund").unwrap();
-    let args = json!({ "order_id": "1" });
-    let request = ClaimRequest {
-        namespace: Namespace::try_from("billing").unwrap(),
-        key: IdempotencyKey::try_from("k").unwrap(),
-        key_source: KeySource::Body,
-        fingerprint: Fingerprint::compute(&tool, &args, &[]),
-        tool,
-        policy: ToolPolicy::default_for_unregistered(),
-        args,
-        run_id: None,
-        step: Some(4),
-        runner: Runner::Agent,
-    };
-    let fresh = Fresh {
-        operation_id: Uuid::now_v7(),
-        lease_token: "t".into(),
-    };
     let started = decide_claim(
         None,
-        &request,
+        &refund_request(),
         "a",
-        fresh,
+        fresh(),
         Utc::now() - Duration::minutes(5),
     );
     let Claim::Started { mut operation, .. } = started.outcome else {
