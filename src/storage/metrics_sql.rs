@@ -130,6 +130,7 @@ fn tool_row(namespace: String, tool: String) -> ToolMetrics {
     }
 }
 
+/// A count as the database returns it (never negative) as the report holds it.
 fn count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
@@ -263,13 +264,12 @@ async fn gauges<DB: Dialect>(
         .rows(conn)
         .await?;
     let mut gauges = Gauges::default();
-    for (status, count, stuck) in rows {
-        let count = u64::try_from(count).unwrap_or(0);
+    for (status, n, stuck) in rows {
         if status == "unknown" {
-            gauges.unknown_now = count;
-            gauges.stuck_unknown = u64::try_from(stuck).unwrap_or(0);
+            gauges.unknown_now = count(n);
+            gauges.stuck_unknown = count(stuck);
         } else {
-            gauges.awaiting_approval = count;
+            gauges.awaiting_approval = count(n);
         }
     }
     Ok(gauges)
