@@ -18,6 +18,11 @@ const OPERATIONS_INSERT: &str =
     "insert into operations (id, namespace, key, key_source, tool, effect, \
     fingerprint, provider_key, args, run_id, step, status, attempt, result, error, retryable, \
     provider_ref, created_at, updated_at, completed_at, expires_at, runner, unknown_since) ";
+const SQLITE_TOOL_COUNTS: &str =
+    include_str!("../../../migrations/sqlite/20261207000000_tool_counts_as_written.sql");
+const POSTGRES_TOOL_COUNTS: &str =
+    include_str!("../../../migrations/postgres/20261207000000_tool_counts_as_written.sql");
+
 const EVENTS_INSERT: &str = "insert into operation_events (operation_id, at, kind, actor, detail) ";
 
 /// The inserts for one backend; the SQL text is the same on both.
@@ -118,6 +123,21 @@ impl SeedPool {
             }
             SeedPool::Postgres(pool) => {
                 sqlx::query(sql).bind(minute).execute(pool).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts the seeded events into the table by tool (`tool_minutes`, `tool_hours`), as the
+    /// server counts decisions while they commit: the migration that brought those counts does
+    /// exactly that for the minutes from the roll-up's watermark on (see [`Self::rewind_rollup`]).
+    pub async fn count_tools(&self) -> Result<(), sqlx::Error> {
+        match self {
+            SeedPool::Sqlite(pool) => {
+                sqlx::raw_sql(SQLITE_TOOL_COUNTS).execute(pool).await?;
+            }
+            SeedPool::Postgres(pool) => {
+                sqlx::raw_sql(POSTGRES_TOOL_COUNTS).execute(pool).await?;
             }
         }
         Ok(())

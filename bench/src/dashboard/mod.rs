@@ -140,6 +140,7 @@ async fn seed(engine: Engine, url: &str, plan: &SeedPlan) -> anyhow::Result<()> 
     // The roll-up starts from the first seeded minute, as it would have then.
     pool.rewind_rollup(unix_minute(plan.end - seed::HISTORY))
         .await?;
+    pool.count_tools().await?;
     eprintln!(
         "  seeded {} operations into {} in {seconds:.0} s",
         plan.count,
@@ -286,7 +287,7 @@ mod tests {
     use seed::SeedStatus;
 
     #[tokio::test]
-    async fn seeded_operations_read_back_through_the_store_and_their_replays_are_rolled_up() {
+    async fn seeded_operations_read_back_through_the_store_and_are_counted_as_the_server_would() {
         let database = TestDatabase::create(Backend::Sqlite).await;
         let url = database.url();
         prepare(url).await.expect("schema and people");
@@ -336,11 +337,28 @@ mod tests {
         .fetch_one(&pool)
         .await
         .unwrap();
+        let counted = |table: &str| {
+            format!("select coalesce(sum(count), 0) from {table} where measure = 'operations'")
+        };
+        let mut operations_counted = Vec::new();
+        for table in ["tool_minutes", "tool_hours"] {
+            let sum: i64 = sqlx::query_scalar(&counted(table))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            operations_counted.push(sum);
+        }
         pool.close().await;
         assert!(replays > 0);
         assert_eq!(
             folded, replays,
             "every seeded replay is in the per-minute counts"
+        );
+        let seeded = plan.count as i64;
+        assert_eq!(
+            operations_counted,
+            [seeded, seeded],
+            "every seeded operation is in the table by tool, by minute and by hour"
         );
     }
 
