@@ -55,6 +55,12 @@ pub(crate) trait Dialect: sqlx::Database {
     /// The Unix minute of the event `e`.
     const EVENT_MINUTE: &'static str;
 
+    /// The live operations `unknown` now, as this database's planner reads them from the
+    /// partial index `operations_waiting`: SQLite uses it only when the query repeats its
+    /// condition; PostgreSQL, given the repeat, misjudges the rows it keeps and reads every
+    /// unknown operation from the table instead (0.1 s at 20,000 of them).
+    const UNKNOWN_NOW: &'static str;
+
     /// `value` as this database binds it (itself: the type only carries the bounds).
     type Bound<'q, T: SqlValue<'q>>: 'q + Encode<'q, Self> + Type<Self>;
     fn value<'q, T: SqlValue<'q>>(value: T) -> Self::Bound<'q, T>;
@@ -101,6 +107,8 @@ impl Dialect for Sqlite {
     const LOCK_ADMINS: &'static str = "select 1";
     // Times are stored as RFC 3339 text, which `strftime('%s', …)` reads.
     const EVENT_MINUTE: &'static str = "(cast(strftime('%s', e.at) as integer) / 60)";
+    const UNKNOWN_NOW: &'static str = "retired_at is null \
+         and status in ('unknown', 'awaiting_approval') and status = 'unknown'";
 
     type Bound<'q, T: SqlValue<'q>> = T;
     fn value<'q, T: SqlValue<'q>>(value: T) -> T {
@@ -153,6 +161,7 @@ impl Dialect for Postgres {
     const LOCK_ADMINS: &'static str =
         "select id from users where role = 'admin' and disabled_at is null for update";
     const EVENT_MINUTE: &'static str = "floor(extract(epoch from e.at) / 60)::bigint";
+    const UNKNOWN_NOW: &'static str = "retired_at is null and status = 'unknown'";
 
     type Bound<'q, T: SqlValue<'q>> = T;
     fn value<'q, T: SqlValue<'q>>(value: T) -> T {

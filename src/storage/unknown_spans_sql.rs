@@ -7,7 +7,6 @@
 use app::ledger::metrics::{SeriesPlan, UnknownSpan, MAX_MINUTES};
 use app::store_error::StoreError;
 use chrono::{DateTime, TimeDelta, Utc};
-use std::sync::LazyLock;
 use uuid::Uuid;
 
 use super::dialect::{Bind, Dialect, Fetch, Run};
@@ -34,7 +33,8 @@ const SETTLED: &str = "(select min(x.at) from operation_events x \
 /// - the open ones, from the operations `unknown` now, by the index the gauges read; those
 ///   `unknown` since before `$2` are stuck at every moment of the series, so they come as one
 ///   row (a backlog of 20,000 is one row, not 20,000 to decode).
-pub(crate) static SPANS: LazyLock<String> = LazyLock::new(|| {
+pub(crate) fn spans<DB: Dialect>() -> String {
+    let open = format!("{} and ($3 is null or namespace = $3)", DB::UNKNOWN_NOW);
     // Times first: PostgreSQL types a union's `null` from the branches before it.
     format!(
         "with settlements as materialized ( \
@@ -51,17 +51,12 @@ pub(crate) static SPANS: LazyLock<String> = LazyLock::new(|| {
            and not exists (select 1 from unknown_spans f where f.operation_id = e.operation_id) \
          union all \
          select min({OPEN_SINCE}), null, count(*) \
-         from operations where {OPEN} and {OPEN_SINCE} < $2 \
+         from operations where {open} and {OPEN_SINCE} < $2 \
          having count(*) > 0 \
          union all \
-         select {OPEN_SINCE}, null, 1 from operations where {OPEN} and {OPEN_SINCE} >= $2"
+         select {OPEN_SINCE}, null, 1 from operations where {open} and {OPEN_SINCE} >= $2"
     )
-});
-
-/// The live operations `unknown` now, of namespace `$3` or of all (the first two terms are
-/// the condition of the index `operations_waiting`, which SQLite must find written out).
-const OPEN: &str = "retired_at is null and status in ('unknown', 'awaiting_approval') \
-     and status = 'unknown' and ($3 is null or namespace = $3)";
+}
 
 /// When an open span began, as the gauges count it.
 const OPEN_SINCE: &str = "coalesce(unknown_since, updated_at)";
@@ -91,7 +86,7 @@ pub(super) async fn read<DB: Dialect>(
     plan: &SeriesPlan,
     namespace: &Option<String>,
 ) -> Result<Vec<UnknownSpan>, StoreError> {
-    let rows: Vec<(DateTime<Utc>, Option<DateTime<Utc>>, i64)> = DB::query_as(&SPANS)
+    let rows: Vec<(DateTime<Utc>, Option<DateTime<Utc>>, i64)> = DB::query_as(&spans::<DB>())
         .param(plan.now)
         .param(plan.from() - plan.stuck_after)
         .param(namespace)

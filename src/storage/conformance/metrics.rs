@@ -16,7 +16,7 @@ use super::ledger::{fresh, request, start};
 use crate::storage::metrics_sql::{GAUGES, TOOL_GAUGES};
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::tool_counts_sql;
-use crate::storage::unknown_spans_sql::SPANS;
+use crate::storage::unknown_spans_sql::spans;
 use crate::storage::written_behind::Tally;
 use crate::storage::Database;
 
@@ -319,7 +319,7 @@ async fn the_table_by_tool_counts_operations_failures_and_duplicates_as_they_com
 
     if backend == Backend::Sqlite {
         // A million operations with 20,000 `unknown`: 0.2 s when each is read from the table.
-        for statement in [GAUGES, TOOL_GAUGES, &SPANS] {
+        for statement in [GAUGES, TOOL_GAUGES, &spans::<sqlx::Sqlite>()] {
             let plan = sqlite_plan(&db, statement).await;
             assert!(
                 plan.contains("COVERING INDEX operations_waiting"),
