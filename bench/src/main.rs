@@ -101,6 +101,16 @@ pub struct BenchArgs {
     #[arg(long, default_value = "target/release/idem")]
     pub idem_bin: PathBuf,
 
+    /// Run only the dashboard part (seed, then time each read) and write `dashboard.md` and
+    /// `dashboard.json`, leaving a full run's files as they are.
+    #[arg(long)]
+    pub dashboard_only: bool,
+
+    /// Leave the dashboard's seeded databases in place and print their URLs, to read their
+    /// query plans afterwards; dropping them is then up to you.
+    #[arg(long)]
+    pub keep_databases: bool,
+
     /// The hydrate bundle's folder, as `cargo leptos build --release` leaves it.
     #[arg(long, default_value = "target/site/pkg")]
     pub site_pkg: PathBuf,
@@ -133,10 +143,18 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         return peers::run(&args).await;
     }
     let mut collected = Collected::default();
+    if args.dashboard_only {
+        measure_dashboard(&args, &mut collected).await?;
+        return finish(collected, &args, "dashboard", |rows, resources| {
+            targets::dashboard_targets(rows, resources)
+        });
+    }
     measure_throughput(&args, &mut collected).await?;
     measure_dashboard(&args, &mut collected).await?;
     measure_bundle(&args, &mut collected);
-    finish(collected, &args, &PeerRates::default())
+    finish(collected, &args, "latest", |rows, resources| {
+        targets::targets(rows, resources, &PeerRates::default())
+    })
 }
 
 /// What the parts of a run have measured so far, and what they skipped.
@@ -221,7 +239,7 @@ async fn measure_dashboard(args: &BenchArgs, collected: &mut Collected) -> anyho
         .await
         .context("the dashboard on SQLite")?;
     collected.add_dashboard(measured);
-    drop(sqlite);
+    done_with(sqlite, args);
     match TestDatabase::postgres_on(&args.postgres_url).await {
         Ok(postgres) => {
             let measured =
@@ -229,12 +247,20 @@ async fn measure_dashboard(args: &BenchArgs, collected: &mut Collected) -> anyho
                     .await
                     .context("the dashboard on PostgreSQL")?;
             collected.add_dashboard(measured);
+            done_with(postgres, args);
         }
         Err(error) => collected.skip(format!(
             "PostgreSQL dashboard rows: the server is unreachable ({error})"
         )),
     }
     Ok(())
+}
+
+/// Drops a seeded database, or with `--keep-databases` leaves it and says where it is.
+fn done_with(database: TestDatabase, args: &BenchArgs) {
+    if args.keep_databases {
+        eprintln!("kept the seeded database {}", database.keep());
+    }
 }
 
 impl Collected {
@@ -261,15 +287,21 @@ fn measure_bundle(args: &BenchArgs, collected: &mut Collected) {
     }
 }
 
-/// Ratios and targets from everything measured; prints the tables and writes the files.
-fn finish(collected: Collected, args: &BenchArgs, peers: &PeerRates) -> anyhow::Result<()> {
+/// Ratios and the targets `judge` finds in everything measured; prints the tables and writes
+/// them to `NAME.md` and `NAME.json`.
+fn finish(
+    collected: Collected,
+    args: &BenchArgs,
+    name: &str,
+    judge: impl Fn(&[Row], &[Resource]) -> Vec<targets::TargetResult>,
+) -> anyhow::Result<()> {
     let Collected {
         mut rows,
         resources,
         skipped,
     } = collected;
     report::fill_ratios(&mut rows);
-    let targets = targets::targets(&rows, &resources, peers);
+    let targets = judge(&rows, &resources);
     let report = Report {
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         seconds_per_scenario: args.seconds,
@@ -280,7 +312,7 @@ fn finish(collected: Collected, args: &BenchArgs, peers: &PeerRates) -> anyhow::
         targets,
         skipped,
     };
-    write_results(&args.out, "latest", &report::markdown(&report), &report)?;
+    write_results(&args.out, name, &report::markdown(&report), &report)?;
     println!("{}", report::markdown(&report));
     Ok(())
 }

@@ -70,23 +70,27 @@ pub enum DashboardRequest {
     ApiSucceeded,
     ApiDetail,
     ApiMetrics,
+    ApiMetricsWeek,
     ApiToolMetrics,
     PageUnknown,
     PageDetail,
     PageOverview,
+    PageOverviewWeek,
 }
 
 impl DashboardRequest {
     /// Every request, in table order.
-    pub const ALL: [DashboardRequest; 8] = [
+    pub const ALL: [DashboardRequest; 10] = [
         DashboardRequest::ApiUnknown,
         DashboardRequest::ApiSucceeded,
         DashboardRequest::ApiDetail,
         DashboardRequest::ApiMetrics,
+        DashboardRequest::ApiMetricsWeek,
         DashboardRequest::ApiToolMetrics,
         DashboardRequest::PageUnknown,
         DashboardRequest::PageDetail,
         DashboardRequest::PageOverview,
+        DashboardRequest::PageOverviewWeek,
     ];
 
     /// The request as the tables show it (`{id}`: an operation's id).
@@ -96,10 +100,12 @@ impl DashboardRequest {
             DashboardRequest::ApiSucceeded => "GET /v1/operations?status=succeeded",
             DashboardRequest::ApiDetail => "GET /v1/operations/{id}",
             DashboardRequest::ApiMetrics => "GET /v1/metrics?window=24h",
+            DashboardRequest::ApiMetricsWeek => "GET /v1/metrics?window=7d",
             DashboardRequest::ApiToolMetrics => "GET /v1/metrics/tools?window=24h",
             DashboardRequest::PageUnknown => "page /operations?status=unknown",
             DashboardRequest::PageDetail => "page /operations/{id}",
             DashboardRequest::PageOverview => "page /",
+            DashboardRequest::PageOverviewWeek => "page /?window=7d",
         }
     }
 
@@ -110,10 +116,12 @@ impl DashboardRequest {
             DashboardRequest::ApiSucceeded => "dashboard: GET /v1/operations?status=succeeded",
             DashboardRequest::ApiDetail => "dashboard: GET /v1/operations/{id}",
             DashboardRequest::ApiMetrics => "dashboard: GET /v1/metrics?window=24h",
+            DashboardRequest::ApiMetricsWeek => "dashboard: GET /v1/metrics?window=7d",
             DashboardRequest::ApiToolMetrics => "dashboard: GET /v1/metrics/tools?window=24h",
             DashboardRequest::PageUnknown => "dashboard: page /operations?status=unknown",
             DashboardRequest::PageDetail => "dashboard: page /operations/{id}",
             DashboardRequest::PageOverview => "dashboard: page /",
+            DashboardRequest::PageOverviewWeek => "dashboard: page /?window=7d",
         }
     }
 
@@ -124,10 +132,12 @@ impl DashboardRequest {
             DashboardRequest::ApiSucceeded => "/v1/operations?status=succeeded".into(),
             DashboardRequest::ApiDetail => format!("/v1/operations/{id}"),
             DashboardRequest::ApiMetrics => "/v1/metrics?window=24h".into(),
+            DashboardRequest::ApiMetricsWeek => "/v1/metrics?window=7d".into(),
             DashboardRequest::ApiToolMetrics => "/v1/metrics/tools?window=24h".into(),
             DashboardRequest::PageUnknown => "/operations?status=unknown".into(),
             DashboardRequest::PageDetail => format!("/operations/{id}"),
             DashboardRequest::PageOverview => "/".into(),
+            DashboardRequest::PageOverviewWeek => "/?window=7d".into(),
         }
     }
 
@@ -139,6 +149,7 @@ impl DashboardRequest {
                 | DashboardRequest::ApiSucceeded
                 | DashboardRequest::ApiDetail
                 | DashboardRequest::ApiMetrics
+                | DashboardRequest::ApiMetricsWeek
                 | DashboardRequest::ApiToolMetrics
         )
     }

@@ -60,6 +60,9 @@ pub(crate) trait Dialect: sqlx::Database {
     /// condition; PostgreSQL, given the repeat, misjudges the rows it keeps and reads every
     /// unknown operation from the table instead (0.1 s at 20,000 of them).
     const UNKNOWN_NOW: &'static str;
+    /// The live operations awaiting approval now, read as [`Dialect::UNKNOWN_NOW`] reads the
+    /// unknown ones.
+    const AWAITING_APPROVAL_NOW: &'static str;
 
     /// `value` as this database binds it (itself: the type only carries the bounds).
     type Bound<'q, T: SqlValue<'q>>: 'q + Encode<'q, Self> + Type<Self>;
@@ -109,6 +112,8 @@ impl Dialect for Sqlite {
     const EVENT_MINUTE: &'static str = "(cast(strftime('%s', e.at) as integer) / 60)";
     const UNKNOWN_NOW: &'static str = "retired_at is null \
          and status in ('unknown', 'awaiting_approval') and status = 'unknown'";
+    const AWAITING_APPROVAL_NOW: &'static str = "retired_at is null \
+         and status in ('unknown', 'awaiting_approval') and status = 'awaiting_approval'";
 
     type Bound<'q, T: SqlValue<'q>> = T;
     fn value<'q, T: SqlValue<'q>>(value: T) -> T {
@@ -162,6 +167,8 @@ impl Dialect for Postgres {
         "select id from users where role = 'admin' and disabled_at is null for update";
     const EVENT_MINUTE: &'static str = "floor(extract(epoch from e.at) / 60)::bigint";
     const UNKNOWN_NOW: &'static str = "retired_at is null and status = 'unknown'";
+    const AWAITING_APPROVAL_NOW: &'static str =
+        "retired_at is null and status = 'awaiting_approval'";
 
     type Bound<'q, T: SqlValue<'q>> = T;
     fn value<'q, T: SqlValue<'q>>(value: T) -> T {

@@ -542,13 +542,14 @@ impl<B: LedgerBackend> SqlStore<B> {
     }
 }
 
-/// The live operations awaiting approval. The `in` repeats the partial index
-/// `operations_waiting` (migration `dashboard_indexes`) word for word: SQLite uses a partial
-/// index only when the query's terms contain the index's, so the count reads that small index
-/// instead of every row of the status.
-pub const COUNT_AWAITING_APPROVAL: &str = r#"select count(*) from operations
-    where retired_at is null and status in ('unknown', 'awaiting_approval')
-        and status = 'awaiting_approval'"#;
+/// The live operations awaiting approval, counted from the small partial index
+/// `operations_waiting` rather than from every row of the status.
+pub fn count_awaiting_approval<DB: Dialect>() -> String {
+    format!(
+        "select count(*) from operations where {}",
+        DB::AWAITING_APPROVAL_NOW
+    )
+}
 
 #[async_trait::async_trait]
 impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
@@ -675,7 +676,7 @@ impl<B: LedgerBackend> LedgerStore for SqlStore<B> {
 
     async fn count_awaiting_approval(&self) -> Result<u64, StoreError> {
         let mut conn = self.0.read_connection().await?;
-        let (count,): (i64,) = B::Db::query_as(COUNT_AWAITING_APPROVAL)
+        let (count,): (i64,) = B::Db::query_as(&count_awaiting_approval::<B::Db>())
             .row(&mut *conn)
             .await?;
         Ok(u64::try_from(count).unwrap_or(0))

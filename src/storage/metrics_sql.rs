@@ -33,11 +33,32 @@ pub static COUNTED_KIND_LIST: LazyLock<String> = LazyLock::new(|| {
         .join(", ")
 });
 
-/// Counts per bucket and kind from the folded minutes in `[$3, $4)`.
-pub const FOLDED_COUNTS: &str = r#"select ($1 - 1 - bucket) / $2 as back, kind, cast(sum(count) as bigint) as count
-    from event_minutes
-    where bucket >= $3 and bucket < $4 and ($5 is null or namespace = $5)
-    group by 1, 2"#;
+/// Counts per bucket and kind of the folded minutes, as [`FoldedRead`] splits them: the
+/// minutes `[$3, $4)` and `[$5, $6)`, the hours `[$8, $9)` that lie whole in one bucket, and
+/// the minutes of the hours a bucket's edge cuts (`$10`, then every `$11`-th hour before it,
+/// down to `$8`). An hour is cut when its start lies 1 to 59 minutes more than a whole number
+/// of buckets before the window's end `$1`.
+pub const FOLDED_COUNTS: &str = r#"with recursive cut(hour) as (
+        select cast($10 as bigint) where $10 >= $8
+        union all
+        select hour - $11 from cut where hour - $11 >= $8
+    )
+    select back, kind, cast(sum(count) as bigint) as count from (
+        select ($1 - 1 - bucket) / $2 as back, kind, count from event_minutes
+        where bucket >= $3 and bucket < $4 and ($7 is null or namespace = $7)
+        union all
+        select ($1 - 1 - bucket) / $2, kind, count from event_minutes
+        where bucket >= $5 and bucket < $6 and ($7 is null or namespace = $7)
+        union all
+        select ($1 - 1 - m.bucket) / $2, m.kind, m.count
+        from cut join event_minutes m on m.bucket >= cut.hour * 60 and m.bucket < cut.hour * 60 + 60
+        where $7 is null or m.namespace = $7
+        union all
+        select ($1 - 1 - hour * 60) / $2, kind, count from event_hours
+        where hour >= $8 and hour < $9 and ($1 - hour * 60) % $2 not between 1 and 59
+            and ($7 is null or namespace = $7)
+    ) as folded
+    group by back, kind"#;
 
 /// Counts per bucket and kind from the events not folded yet (`at >= $3`).
 pub fn raw_counts(minute: &str) -> String {
@@ -106,6 +127,76 @@ impl ByHours {
             minutes_after: end_hour * 60..minutes.end,
         }
     }
+}
+
+/// How a window's folded minutes `[start, split)` are read: the whole hours that lie in one
+/// bucket from `event_hours`, the rest minute by minute from `event_minutes`. Buckets are laid
+/// back from the window's end, so when the end is not on the hour, every bucket's edge cuts
+/// an hour: for 6-hour buckets that is one hour in six read by its minutes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FoldedRead {
+    edges: ByHours,
+    /// The newest hour a bucket's edge cuts, if any: it and every `cut_every`-th hour before
+    /// it within `edges.hours` are read by minutes.
+    newest_cut: Option<i64>,
+    cut_every: i64,
+}
+
+impl FoldedRead {
+    fn of(plan: &SeriesPlan, split: i64) -> Self {
+        let minutes = plan.start_minute..split.max(plan.start_minute);
+        if plan.bucket_minutes % 60 != 0 {
+            // Buckets narrower than an hour: every minute is read.
+            let end = minutes.end;
+            return Self {
+                edges: ByHours {
+                    minutes_before: minutes,
+                    hours: 0..0,
+                    minutes_after: end..end,
+                },
+                newest_cut: None,
+                cut_every: 1,
+            };
+        }
+        let edges = ByHours::of(minutes);
+        let cut_every = plan.bucket_minutes / 60;
+        let newest_cut = (plan.end_minute % 60 != 0 && !edges.hours.is_empty())
+            .then(|| {
+                let last = edges.hours.end - 1;
+                last - (last - plan.end_minute.div_euclid(60)).rem_euclid(cut_every)
+            })
+            .filter(|hour| edges.hours.contains(hour));
+        Self {
+            edges,
+            newest_cut,
+            cut_every,
+        }
+    }
+}
+
+/// The folded counts of the plan's window before `split`, per bucket (back) and kind.
+pub(super) async fn folded_counts<DB: Dialect>(
+    conn: &mut DB::Connection,
+    plan: &SeriesPlan,
+    split: i64,
+    namespace: &Option<String>,
+) -> Result<Vec<(i64, String, i64)>, StoreError> {
+    let read = FoldedRead::of(plan, split);
+    let hours = &read.edges.hours;
+    DB::query_as(FOLDED_COUNTS)
+        .param(plan.end_minute)
+        .param(plan.bucket_minutes)
+        .param(read.edges.minutes_before.start)
+        .param(read.edges.minutes_before.end)
+        .param(read.edges.minutes_after.start)
+        .param(read.edges.minutes_after.end)
+        .param(namespace)
+        .param(hours.start)
+        .param(hours.end)
+        .param(read.newest_cut.unwrap_or(hours.start - 1))
+        .param(read.cut_every)
+        .rows(conn)
+        .await
 }
 
 /// Per namespace, tool and status: the live operations `unknown` or `awaiting_approval`,
@@ -289,14 +380,7 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
         let plan = SeriesPlan::new(window.clone(), B::Db::now(&mut conn).await?, stuck_after);
         let namespace = namespace.map(|n| n.to_string());
         let split = folded_until::<B::Db>(&mut conn, &plan).await?;
-        let folded: Vec<(i64, String, i64)> = B::Db::query_as(FOLDED_COUNTS)
-            .param(plan.end_minute)
-            .param(plan.bucket_minutes)
-            .param(plan.start_minute)
-            .param(split)
-            .param(&namespace)
-            .rows(&mut *conn)
-            .await?;
+        let folded = folded_counts::<B::Db>(&mut conn, &plan, split, &namespace).await?;
         let raw: Vec<(i64, String, i64)> = B::Db::query_as(&raw_counts(B::Db::EVENT_MINUTE))
             .param(plan.end_minute)
             .param(plan.bucket_minutes)
@@ -355,7 +439,98 @@ impl<B: SqlBackend> MetricsStore for SqlStore<B> {
 
 #[cfg(test)]
 mod tests {
-    use super::ByHours;
+    use super::{ByHours, FoldedRead};
+    use app::ledger::metrics::{minute_start, MetricsWindow, SeriesPlan, DEFAULT_STUCK_AFTER};
+    use std::collections::BTreeSet;
+
+    /// The minutes `read` covers, as `FOLDED_COUNTS` reads them, each with the bucket it is
+    /// counted in; panics if a minute is read twice or an hour read whole spans two buckets.
+    fn minutes_read(plan: &SeriesPlan, read: &FoldedRead) -> BTreeSet<i64> {
+        let width = plan.bucket_minutes;
+        let back = |minute: i64| (plan.end_minute - 1 - minute) / width;
+        let cut_by_sql = |hour: i64| (1..=59).contains(&((plan.end_minute - hour * 60) % width));
+        let cut: BTreeSet<i64> = match read.newest_cut {
+            Some(newest) => (read.edges.hours.start..=newest)
+                .rev()
+                .step_by(usize::try_from(read.cut_every).unwrap())
+                .collect(),
+            None => BTreeSet::new(),
+        };
+        let mut minutes = BTreeSet::new();
+        let mut add = |minute: i64| assert!(minutes.insert(minute), "minute {minute} read twice");
+        read.edges.minutes_before.clone().for_each(&mut add);
+        read.edges.minutes_after.clone().for_each(&mut add);
+        for hour in read.edges.hours.clone() {
+            let by_minutes = cut.contains(&hour);
+            assert_eq!(
+                by_minutes,
+                cut_by_sql(hour),
+                "hour {hour}: cut and whole agree"
+            );
+            if !by_minutes {
+                assert_eq!(
+                    back(hour * 60),
+                    back(hour * 60 + 59),
+                    "hour {hour} in one bucket"
+                );
+            }
+            (hour * 60..hour * 60 + 60).for_each(&mut add);
+        }
+        minutes
+    }
+
+    #[test]
+    fn a_window_reads_each_folded_minute_once_and_whole_hours_only_within_a_bucket() {
+        let midnight = 480_000 * 60;
+        for window in ["90m", "24h", "49h", "7d", "30d", "2000m"] {
+            let window = MetricsWindow::try_from(window).unwrap();
+            for end_offset in [0, 1, 29, 58, 59, 60, 359] {
+                let now = minute_start(midnight + end_offset);
+                let plan = SeriesPlan::new(window.clone(), now, DEFAULT_STUCK_AFTER);
+                let splits = [
+                    plan.start_minute - 5,
+                    plan.start_minute,
+                    plan.start_minute + 61,
+                    plan.end_minute - 130,
+                    plan.end_minute - 1,
+                    plan.end_minute,
+                ];
+                for split in splits {
+                    let read = FoldedRead::of(&plan, split);
+                    let expected: BTreeSet<i64> = (plan.start_minute..split).collect();
+                    assert_eq!(
+                        minutes_read(&plan, &read),
+                        expected,
+                        "{window} ending {end_offset} past midnight, split at {split}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_week_ending_off_the_hour_reads_one_hour_in_six_by_its_minutes() {
+        // 20 past: each 6-hour bucket has five whole hours and one cut by its edge.
+        let now = minute_start(480_000 * 60 + 19);
+        let plan = SeriesPlan::new(
+            MetricsWindow::try_from("7d").unwrap(),
+            now,
+            DEFAULT_STUCK_AFTER,
+        );
+        let read = FoldedRead::of(&plan, plan.end_minute);
+        assert_eq!(read.edges.hours, 480_000 - 168 + 1..480_000);
+        assert_eq!(read.cut_every, 6);
+        assert_eq!(read.newest_cut, Some(480_000 - 6));
+        let on_the_hour = SeriesPlan::new(
+            MetricsWindow::try_from("7d").unwrap(),
+            minute_start(480_000 * 60 - 1),
+            DEFAULT_STUCK_AFTER,
+        );
+        assert_eq!(
+            FoldedRead::of(&on_the_hour, on_the_hour.end_minute).newest_cut,
+            None
+        );
+    }
 
     #[test]
     fn a_range_of_minutes_reads_its_whole_hours_and_the_minutes_at_its_edges() {

@@ -1,5 +1,6 @@
 //! The metrics' roll-up: folds past minutes of events into per-minute counts, by namespace
-//! and kind (`event_minutes`, for `GET /v1/metrics`), and moves the watermark past them.
+//! and kind (`event_minutes`, for `GET /v1/metrics`), adds them to their hours' counts
+//! (`event_hours`, for wide windows), and moves the watermark past them.
 //!
 //! A minute is folded once its events are final (`ROLLUP_GRACE_MINUTES` after it), so it is
 //! counted on a read connection first and only the counts are written: reading inside the
@@ -8,6 +9,7 @@
 use app::ledger::metrics::{minute_start, next_rollup};
 use app::store_error::StoreError;
 use sqlx::QueryBuilder;
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::backend::SqlBackend;
@@ -66,6 +68,34 @@ impl FoldedMinutes {
         }
         Ok(())
     }
+
+    /// Adds the minutes' counts to their hours': a fold that starts or ends within an hour
+    /// adds to the row an earlier fold began.
+    async fn add_to_hours<DB: Dialect>(&self, conn: &mut DB::Connection) -> Result<(), StoreError> {
+        let mut hours = BTreeMap::<(i64, &str, &str), i64>::new();
+        for (minute, namespace, kind, count) in &self.events {
+            *hours
+                .entry((minute.div_euclid(60), namespace, kind))
+                .or_default() += count;
+        }
+        let hours: Vec<_> = hours.into_iter().collect();
+        for rows in hours.chunks(ROWS_PER_INSERT) {
+            let mut sql =
+                QueryBuilder::<DB>::new("insert into event_hours (hour, namespace, kind, count) ");
+            sql.push_values(rows, |mut row, ((hour, namespace, kind), count)| {
+                row.push_bind(DB::value(*hour))
+                    .push_bind(DB::value(*namespace))
+                    .push_bind(DB::value(*kind))
+                    .push_bind(DB::value(*count));
+            });
+            sql.push(
+                " on conflict (hour, namespace, kind) \
+                 do update set count = event_hours.count + excluded.count",
+            );
+            DB::build(&mut sql).run(&mut *conn).await?;
+        }
+        Ok(())
+    }
 }
 
 /// Folds the next due minutes (an hour at most); answers how many. Another process or round
@@ -88,6 +118,7 @@ pub(super) async fn roll_up<B: SqlBackend>(backend: &B) -> Result<u64, StoreErro
         return Ok(0);
     }
     folded.insert::<B::Db>(&mut tx).await?;
+    folded.add_to_hours::<B::Db>(&mut tx).await?;
     sqlx::query::<B::Db>(
         "update metrics_rollup set rolled_until = $1 where name = 'event_minutes'",
     )

@@ -75,6 +75,12 @@ impl TestDatabase {
         &self.url
     }
 
+    /// Leaves the database in place, no longer dropped with this value; answers its URL.
+    pub fn keep(self) -> String {
+        let kept = std::mem::ManuallyDrop::new(self);
+        kept.url.clone()
+    }
+
     /// The path of a SQLite database file.
     pub fn sqlite_path(&self) -> Option<&std::path::Path> {
         match &self.cleanup {

@@ -331,12 +331,16 @@ mod tests {
             .filter(|event| event.kind == "replayed")
             .count() as i64;
         let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-        let folded: i64 = sqlx::query_scalar(
-            "select coalesce(sum(count), 0) from event_minutes where kind = 'replayed'",
-        )
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+        let mut folded = Vec::new();
+        for table in ["event_minutes", "event_hours"] {
+            let sum: i64 = sqlx::query_scalar(&format!(
+                "select coalesce(sum(count), 0) from {table} where kind = 'replayed'"
+            ))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            folded.push(sum);
+        }
         let counted = |table: &str| {
             format!("select coalesce(sum(count), 0) from {table} where measure = 'operations'")
         };
@@ -351,8 +355,9 @@ mod tests {
         pool.close().await;
         assert!(replays > 0);
         assert_eq!(
-            folded, replays,
-            "every seeded replay is in the per-minute counts"
+            folded,
+            [replays, replays],
+            "every seeded replay is in the counts by minute and by hour"
         );
         let seeded = plan.count as i64;
         assert_eq!(

@@ -355,7 +355,7 @@ fn latency_at_half_peak(rows: &[Row], engine: Engine, limit_ms: f64, whose: &str
     )
 }
 
-fn dashboard_targets(rows: &[Row], resources: &[Resource]) -> Vec<TargetResult> {
+pub fn dashboard_targets(rows: &[Row], resources: &[Resource]) -> Vec<TargetResult> {
     let mut targets = Vec::new();
     for engine in [Engine::Sqlite, Engine::Postgres] {
         let database = Some(engine);

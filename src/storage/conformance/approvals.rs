@@ -7,7 +7,7 @@ use app::ledger::{Claim, LedgerStore, Verdict};
 use super::conformance;
 use super::ledger::{fresh, request, start};
 use super::metrics::run;
-use crate::storage::ledger_sql::COUNT_AWAITING_APPROVAL;
+use crate::storage::ledger_sql::count_awaiting_approval;
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
 
@@ -55,7 +55,7 @@ async fn the_waiting_count_counts_requests_until_a_person_decides(
     assert_eq!(store.count_awaiting_approval().await.unwrap(), 1);
 
     if backend == Backend::Sqlite {
-        let plan = sqlite_plan(&db, COUNT_AWAITING_APPROVAL).await;
+        let plan = sqlite_plan(&db, &count_awaiting_approval::<sqlx::Sqlite>()).await;
         assert!(
             plan.contains("operations_waiting"),
             "the count reads the partial index: {plan}"

@@ -3,7 +3,8 @@
 
 use app::domain::Namespace;
 use app::ledger::metrics::{
-    MetricsReport, MetricsWindow, ToolMeasure, ToolTick, ToolsReport, DEFAULT_STUCK_AFTER,
+    minute_start, MetricsReport, MetricsWindow, SeriesPlan, ToolMeasure, ToolTick, ToolsReport,
+    DEFAULT_STUCK_AFTER,
 };
 use app::ledger::{Event, EventKind, Report};
 use chrono::{TimeDelta, Utc};
@@ -13,7 +14,7 @@ use uuid::Uuid;
 use super::approvals::sqlite_plan;
 use super::conformance;
 use super::ledger::{fresh, request, start};
-use crate::storage::metrics_sql::{GAUGES, TOOL_GAUGES};
+use crate::storage::metrics_sql::{folded_counts, FOLDED_COUNTS, GAUGES, TOOL_GAUGES};
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::tool_counts_sql;
 use crate::storage::unknown_spans_sql::spans;
@@ -26,6 +27,8 @@ conformance!(
     the_table_by_tool_counts_operations_failures_and_duplicates_as_they_commit,
     counts_written_apart_add_up_in_their_minute_and_hour,
     the_upgrade_counts_the_minutes_the_roll_up_had_not_folded,
+    a_wide_window_adds_up_whole_hours_and_the_minutes_of_the_hours_its_buckets_cut,
+    the_upgrade_adds_the_folded_minutes_up_into_hours,
 );
 
 pub(super) async fn run<F, Fut>(backend: Backend, check: F)
@@ -158,6 +161,13 @@ async fn folding_past_minutes_changes_no_answer_and_folds_each_minute_once(
         Some(5),
         "replayed ×2 minutes, in flight, blocked unknown, mismatch"
     );
+    assert_eq!(
+        sql(backend, &db, HOURS_APART_FROM_MINUTES).await,
+        Some(0),
+        "each hour holds its folded minutes, over rounds that began and ended within hours"
+    );
+    let hours = sql(backend, &db, "select count(*) from event_hours").await;
+    assert!(matches!(hours, Some(4..=5)), "{hours:?}");
     let tools_after = metrics
         .tool_metrics(None, &day, DEFAULT_STUCK_AFTER)
         .await
@@ -471,4 +481,155 @@ async fn the_upgrade_counts_the_minutes_the_roll_up_had_not_folded(
         Some(12),
         "added to the hour the roll-up had begun"
     );
+}
+
+/// Rows of `event_hours` that are not the sum of their folded minutes, and hours of folded
+/// minutes that `event_hours` lacks.
+const HOURS_APART_FROM_MINUTES: &str = "select
+    (select count(*) from (
+        select bucket / 60 as hour, namespace, kind, cast(sum(count) as bigint) as count
+        from event_minutes group by 1, 2, 3
+        except select hour, namespace, kind, count from event_hours) as missing)
+    + (select count(*) from (
+        select hour, namespace, kind, count from event_hours
+        except select bucket / 60, namespace, kind, cast(sum(count) as bigint)
+        from event_minutes group by 1, 2, 3) as extra)";
+
+/// The last minute of the folded month below.
+const MONTH_END: i64 = 480_000 * 60 + 120;
+
+/// What the month below holds in `minute`: billing's replays vary by minute, support's are 1.
+fn month_count(namespace: &str, minute: i64) -> i64 {
+    match namespace {
+        "billing" => minute % 7 + 1,
+        _ => 1,
+    }
+}
+
+/// Counts per bucket and kind, sorted, as `folded_counts` reads them on `backend`.
+async fn read_folded(
+    backend: Backend,
+    db: &TestDatabase,
+    plan: &SeriesPlan,
+    split: i64,
+    namespace: &Option<String>,
+) -> Vec<(i64, String, i64)> {
+    let mut counts = match backend {
+        Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
+            let mut conn = pool.acquire().await.unwrap();
+            let counts = folded_counts::<sqlx::Sqlite>(&mut conn, plan, split, namespace).await;
+            drop(conn);
+            pool.close().await;
+            counts.unwrap()
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
+            let mut conn = pool.acquire().await.unwrap();
+            let counts = folded_counts::<sqlx::Postgres>(&mut conn, plan, split, namespace).await;
+            drop(conn);
+            pool.close().await;
+            counts.unwrap()
+        }
+    };
+    counts.sort();
+    counts
+}
+
+async fn a_wide_window_adds_up_whole_hours_and_the_minutes_of_the_hours_its_buckets_cut(
+    backend: Backend,
+    db: TestDatabase,
+    _database: Database,
+) {
+    // Thirty-one days of folded minutes in two namespaces, with their hours as the roll-up
+    // leaves them.
+    let first = MONTH_END - 31 * 24 * 60;
+    script(
+        backend,
+        &db,
+        &format!(
+            "with recursive m(b) as (
+                 select cast({first} as bigint) union all select b + 1 from m where b < {MONTH_END})
+             insert into event_minutes (bucket, namespace, kind, count)
+             select b, 'billing', 'replayed', b % 7 + 1 from m
+             union all select b, 'support', 'replayed', 1 from m;
+             insert into event_hours (hour, namespace, kind, count)
+             select bucket / 60, namespace, kind, sum(count) from event_minutes group by 1, 2, 3;"
+        ),
+    )
+    .await;
+    for window in ["30d", "7d", "49h", "24h", "90m"] {
+        let window = MetricsWindow::try_from(window).unwrap();
+        for end_offset in [0, 20, 58, 59] {
+            let now = minute_start(480_000 * 60 + end_offset);
+            let plan = SeriesPlan::new(window.clone(), now, DEFAULT_STUCK_AFTER);
+            for split in [
+                plan.end_minute,
+                plan.end_minute - 45,
+                plan.start_minute + 90,
+            ] {
+                for namespace in [None, Some("billing".to_owned())] {
+                    let mut expected = std::collections::BTreeMap::<i64, i64>::new();
+                    for minute in plan.start_minute..split {
+                        let back = plan.back_of_minute(minute).unwrap() as i64;
+                        for ns in ["billing", "support"] {
+                            if namespace.as_deref().is_none_or(|only| only == ns) {
+                                *expected.entry(back).or_default() += month_count(ns, minute);
+                            }
+                        }
+                    }
+                    let expected: Vec<(i64, String, i64)> = expected
+                        .into_iter()
+                        .map(|(back, count)| (back, "replayed".to_owned(), count))
+                        .collect();
+                    let read = read_folded(backend, &db, &plan, split, &namespace).await;
+                    assert_eq!(
+                        read, expected,
+                        "{window} ending {end_offset} past the hour, split at {split}, {namespace:?}"
+                    );
+                }
+            }
+        }
+    }
+    if backend == Backend::Sqlite {
+        let plan = sqlite_plan(&db, FOLDED_COUNTS).await;
+        assert!(
+            plan.contains("SEARCH m USING") && plan.contains("SEARCH event_hours USING"),
+            "each cut hour seeks its minutes, the whole hours are a range: {plan}"
+        );
+    }
+}
+
+async fn the_upgrade_adds_the_folded_minutes_up_into_hours(
+    backend: Backend,
+    db: TestDatabase,
+    _database: Database,
+) {
+    // As the version before left it: minutes folded into the last minutes of one hour and
+    // the first of the next, and no table of hours.
+    script(
+        backend,
+        &db,
+        "drop table event_hours; \
+         insert into event_minutes (bucket, namespace, kind, count) values \
+         (28800058, 'billing', 'replayed', 2), (28800059, 'billing', 'replayed', 3), \
+         (28800059, 'support', 'replayed', 1), (28800060, 'billing', 'replayed', 4)",
+    )
+    .await;
+    let upgrade = match backend {
+        Backend::Sqlite => {
+            include_str!("../../../migrations/sqlite/20261208000000_event_hours.sql")
+        }
+        Backend::Postgres => {
+            include_str!("../../../migrations/postgres/20261208000000_event_hours.sql")
+        }
+    };
+    script(backend, &db, upgrade).await;
+    let hour = |hour: i64, namespace: &str| {
+        format!("select count from event_hours where hour = {hour} and namespace = '{namespace}'")
+    };
+    assert_eq!(sql(backend, &db, &hour(480_000, "billing")).await, Some(5));
+    assert_eq!(sql(backend, &db, &hour(480_000, "support")).await, Some(1));
+    assert_eq!(sql(backend, &db, &hour(480_001, "billing")).await, Some(4));
+    assert_eq!(sql(backend, &db, HOURS_APART_FROM_MINUTES).await, Some(0));
 }
