@@ -55,6 +55,9 @@ pub(crate) trait Dialect: sqlx::Database {
     /// The Unix minute of the event `e`.
     const EVENT_MINUTE: &'static str;
 
+    /// The whole Unix second (rounded down) of the time `expression`.
+    fn unix_second(expression: &str) -> String;
+
     /// The live operations `unknown` now, as this database's planner reads them from the
     /// partial index `operations_waiting`: SQLite uses it only when the query repeats its
     /// condition; PostgreSQL, given the repeat, misjudges the rows it keeps and reads every
@@ -115,6 +118,10 @@ impl Dialect for Sqlite {
     const AWAITING_APPROVAL_NOW: &'static str = "retired_at is null \
          and status in ('unknown', 'awaiting_approval') and status = 'awaiting_approval'";
 
+    fn unix_second(expression: &str) -> String {
+        format!("cast(strftime('%s', {expression}) as integer)")
+    }
+
     type Bound<'q, T: SqlValue<'q>> = T;
     fn value<'q, T: SqlValue<'q>>(value: T) -> T {
         value
@@ -169,6 +176,10 @@ impl Dialect for Postgres {
     const UNKNOWN_NOW: &'static str = "retired_at is null and status = 'unknown'";
     const AWAITING_APPROVAL_NOW: &'static str =
         "retired_at is null and status = 'awaiting_approval'";
+
+    fn unix_second(expression: &str) -> String {
+        format!("floor(extract(epoch from {expression}))::bigint")
+    }
 
     type Bound<'q, T: SqlValue<'q>> = T;
     fn value<'q, T: SqlValue<'q>>(value: T) -> T {

@@ -16,6 +16,7 @@ use app::store_error::StoreError;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
+use sqlx::QueryBuilder;
 use std::ops::Range;
 use std::sync::LazyLock;
 
@@ -32,33 +33,6 @@ pub static COUNTED_KIND_LIST: LazyLock<String> = LazyLock::new(|| {
         .collect::<Vec<_>>()
         .join(", ")
 });
-
-/// Counts per bucket and kind of the folded minutes, as [`FoldedRead`] splits them: the
-/// minutes `[$3, $4)` and `[$5, $6)`, the hours `[$8, $9)` that lie whole in one bucket, and
-/// the minutes of the hours a bucket's edge cuts (`$10`, then every `$11`-th hour before it,
-/// down to `$8`). An hour is cut when its start lies 1 to 59 minutes more than a whole number
-/// of buckets before the window's end `$1`.
-pub const FOLDED_COUNTS: &str = r#"with recursive cut(hour) as (
-        select cast($10 as bigint) where $10 >= $8
-        union all
-        select hour - $11 from cut where hour - $11 >= $8
-    )
-    select back, kind, cast(sum(count) as bigint) as count from (
-        select ($1 - 1 - bucket) / $2 as back, kind, count from event_minutes
-        where bucket >= $3 and bucket < $4 and ($7 is null or namespace = $7)
-        union all
-        select ($1 - 1 - bucket) / $2, kind, count from event_minutes
-        where bucket >= $5 and bucket < $6 and ($7 is null or namespace = $7)
-        union all
-        select ($1 - 1 - m.bucket) / $2, m.kind, m.count
-        from cut join event_minutes m on m.bucket >= cut.hour * 60 and m.bucket < cut.hour * 60 + 60
-        where $7 is null or m.namespace = $7
-        union all
-        select ($1 - 1 - hour * 60) / $2, kind, count from event_hours
-        where hour >= $8 and hour < $9 and ($1 - hour * 60) % $2 not between 1 and 59
-            and ($7 is null or namespace = $7)
-    ) as folded
-    group by back, kind"#;
 
 /// Counts per bucket and kind from the events not folded yet (`at >= $3`).
 pub fn raw_counts(minute: &str) -> String {
@@ -132,14 +106,15 @@ impl ByHours {
 /// How a window's folded minutes `[start, split)` are read: the whole hours that lie in one
 /// bucket from `event_hours`, the rest minute by minute from `event_minutes`. Buckets are laid
 /// back from the window's end, so when the end is not on the hour, every bucket's edge cuts
-/// an hour: for 6-hour buckets that is one hour in six read by its minutes.
+/// an hour: for 6-hour buckets that is one hour in six read by its minutes; for 1-hour
+/// buckets, every hour, so the window is one range of minutes as before.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FoldedRead {
-    edges: ByHours,
-    /// The newest hour a bucket's edge cuts, if any: it and every `cut_every`-th hour before
-    /// it within `edges.hours` are read by minutes.
-    newest_cut: Option<i64>,
-    cut_every: i64,
+    /// Ranges of minutes read from `event_minutes`, in order, apart from each other.
+    minutes: Vec<Range<i64>>,
+    /// The hours read from `event_hours`, but those a bucket's edge cuts: an hour is cut when
+    /// its start lies 1 to 59 minutes past a whole number of buckets before the window's end.
+    hours: Range<i64>,
 }
 
 impl FoldedRead {
@@ -147,30 +122,90 @@ impl FoldedRead {
         let minutes = plan.start_minute..split.max(plan.start_minute);
         if plan.bucket_minutes % 60 != 0 {
             // Buckets narrower than an hour: every minute is read.
-            let end = minutes.end;
             return Self {
-                edges: ByHours {
-                    minutes_before: minutes,
-                    hours: 0..0,
-                    minutes_after: end..end,
-                },
-                newest_cut: None,
-                cut_every: 1,
+                minutes: joined(vec![minutes]),
+                hours: 0..0,
             };
         }
         let edges = ByHours::of(minutes);
-        let cut_every = plan.bucket_minutes / 60;
-        let newest_cut = (plan.end_minute % 60 != 0 && !edges.hours.is_empty())
-            .then(|| {
-                let last = edges.hours.end - 1;
-                last - (last - plan.end_minute.div_euclid(60)).rem_euclid(cut_every)
-            })
-            .filter(|hour| edges.hours.contains(hour));
-        Self {
-            edges,
-            newest_cut,
-            cut_every,
+        let mut ranges = vec![edges.minutes_before];
+        if plan.end_minute % 60 != 0 && !edges.hours.is_empty() {
+            let every = plan.bucket_minutes / 60;
+            let last = edges.hours.end - 1;
+            let newest_cut = last - (last - plan.end_minute.div_euclid(60)).rem_euclid(every);
+            let cut = (edges.hours.start..=newest_cut)
+                .rev()
+                .step_by(usize::try_from(every).unwrap_or(1));
+            ranges.extend(cut.map(|hour| hour * 60..hour * 60 + 60));
         }
+        ranges.push(edges.minutes_after);
+        Self {
+            minutes: joined(ranges),
+            hours: edges.hours,
+        }
+    }
+
+    /// The query of the counts per bucket (back) and kind, of namespace `namespace` or all.
+    fn query<'q, DB: Dialect>(
+        &self,
+        plan: &SeriesPlan,
+        namespace: &'q Option<String>,
+    ) -> QueryBuilder<'q, DB> {
+        // One select per range: an `or` of ranges, SQLite (without statistics) reads
+        // the whole table for.
+        let mut sql = QueryBuilder::<DB>::new(
+            "select back, kind, cast(sum(count) as bigint) as count from (",
+        );
+        for range in &self.minutes {
+            sql.push("select (")
+                .push_bind(DB::value(plan.end_minute))
+                .push(" - 1 - bucket) / ")
+                .push_bind(DB::value(plan.bucket_minutes))
+                .push(" as back, kind, count from event_minutes where bucket >= ")
+                .push_bind(DB::value(range.start))
+                .push(" and bucket < ")
+                .push_bind(DB::value(range.end));
+            of_namespace(&mut sql, namespace);
+            sql.push(" union all ");
+        }
+        sql.push("select (")
+            .push_bind(DB::value(plan.end_minute))
+            .push(" - 1 - hour * 60) / ")
+            .push_bind(DB::value(plan.bucket_minutes))
+            .push(" as back, kind, count from event_hours where hour >= ")
+            .push_bind(DB::value(self.hours.start))
+            .push(" and hour < ")
+            .push_bind(DB::value(self.hours.end))
+            .push(" and (")
+            .push_bind(DB::value(plan.end_minute))
+            .push(" - hour * 60) % ")
+            .push_bind(DB::value(plan.bucket_minutes))
+            .push(" not between 1 and 59");
+        of_namespace(&mut sql, namespace);
+        sql.push(") as folded group by back, kind");
+        sql
+    }
+}
+
+/// The ranges in order, those that touch or overlap made one, the empty ones left out.
+fn joined(mut ranges: Vec<Range<i64>>) -> Vec<Range<i64>> {
+    ranges.retain(|range| !range.is_empty());
+    ranges.sort_by_key(|range| range.start);
+    let mut joined: Vec<Range<i64>> = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        match joined.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => joined.push(range),
+        }
+    }
+    joined
+}
+
+/// Narrows a read to one namespace, when one is given.
+fn of_namespace<'q, DB: Dialect>(sql: &mut QueryBuilder<'q, DB>, namespace: &'q Option<String>) {
+    if let Some(namespace) = namespace {
+        sql.push(" and namespace = ")
+            .push_bind(DB::value(namespace.as_str()));
     }
 }
 
@@ -181,22 +216,16 @@ pub(super) async fn folded_counts<DB: Dialect>(
     split: i64,
     namespace: &Option<String>,
 ) -> Result<Vec<(i64, String, i64)>, StoreError> {
-    let read = FoldedRead::of(plan, split);
-    let hours = &read.edges.hours;
-    DB::query_as(FOLDED_COUNTS)
-        .param(plan.end_minute)
-        .param(plan.bucket_minutes)
-        .param(read.edges.minutes_before.start)
-        .param(read.edges.minutes_before.end)
-        .param(read.edges.minutes_after.start)
-        .param(read.edges.minutes_after.end)
-        .param(namespace)
-        .param(hours.start)
-        .param(hours.end)
-        .param(read.newest_cut.unwrap_or(hours.start - 1))
-        .param(read.cut_every)
-        .rows(conn)
-        .await
+    let mut query = FoldedRead::of(plan, split).query::<DB>(plan, namespace);
+    DB::build_query_as(&mut query).rows(conn).await
+}
+
+#[cfg(test)]
+pub(super) fn folded_counts_sql<DB: Dialect>(plan: &SeriesPlan, split: i64) -> String {
+    FoldedRead::of(plan, split)
+        .query::<DB>(plan, &None)
+        .sql()
+        .to_owned()
 }
 
 /// Per namespace, tool and status: the live operations `unknown` or `awaiting_approval`,
@@ -443,37 +472,22 @@ mod tests {
     use app::ledger::metrics::{minute_start, MetricsWindow, SeriesPlan, DEFAULT_STUCK_AFTER};
     use std::collections::BTreeSet;
 
-    /// The minutes `read` covers, as `FOLDED_COUNTS` reads them, each with the bucket it is
-    /// counted in; panics if a minute is read twice or an hour read whole spans two buckets.
+    /// The minutes `read` covers, each once (or it panics), as its query reads them: its
+    /// ranges of minutes, and the hours its SQL does not find cut, each of which must lie in
+    /// one bucket.
     fn minutes_read(plan: &SeriesPlan, read: &FoldedRead) -> BTreeSet<i64> {
         let width = plan.bucket_minutes;
         let back = |minute: i64| (plan.end_minute - 1 - minute) / width;
         let cut_by_sql = |hour: i64| (1..=59).contains(&((plan.end_minute - hour * 60) % width));
-        let cut: BTreeSet<i64> = match read.newest_cut {
-            Some(newest) => (read.edges.hours.start..=newest)
-                .rev()
-                .step_by(usize::try_from(read.cut_every).unwrap())
-                .collect(),
-            None => BTreeSet::new(),
-        };
         let mut minutes = BTreeSet::new();
         let mut add = |minute: i64| assert!(minutes.insert(minute), "minute {minute} read twice");
-        read.edges.minutes_before.clone().for_each(&mut add);
-        read.edges.minutes_after.clone().for_each(&mut add);
-        for hour in read.edges.hours.clone() {
-            let by_minutes = cut.contains(&hour);
+        read.minutes.iter().cloned().flatten().for_each(&mut add);
+        for hour in read.hours.clone().filter(|&hour| !cut_by_sql(hour)) {
             assert_eq!(
-                by_minutes,
-                cut_by_sql(hour),
-                "hour {hour}: cut and whole agree"
+                back(hour * 60),
+                back(hour * 60 + 59),
+                "hour {hour} in one bucket"
             );
-            if !by_minutes {
-                assert_eq!(
-                    back(hour * 60),
-                    back(hour * 60 + 59),
-                    "hour {hour} in one bucket"
-                );
-            }
             (hour * 60..hour * 60 + 60).for_each(&mut add);
         }
         minutes
@@ -511,25 +525,32 @@ mod tests {
     #[test]
     fn a_week_ending_off_the_hour_reads_one_hour_in_six_by_its_minutes() {
         // 20 past: each 6-hour bucket has five whole hours and one cut by its edge.
+        let week = MetricsWindow::try_from("7d").unwrap();
         let now = minute_start(480_000 * 60 + 19);
-        let plan = SeriesPlan::new(
-            MetricsWindow::try_from("7d").unwrap(),
-            now,
-            DEFAULT_STUCK_AFTER,
-        );
+        let plan = SeriesPlan::new(week.clone(), now, DEFAULT_STUCK_AFTER);
         let read = FoldedRead::of(&plan, plan.end_minute);
-        assert_eq!(read.edges.hours, 480_000 - 168 + 1..480_000);
-        assert_eq!(read.cut_every, 6);
-        assert_eq!(read.newest_cut, Some(480_000 - 6));
-        let on_the_hour = SeriesPlan::new(
-            MetricsWindow::try_from("7d").unwrap(),
-            minute_start(480_000 * 60 - 1),
-            DEFAULT_STUCK_AFTER,
-        );
+        assert_eq!(read.hours, 480_000 - 168 + 1..480_000);
+        let cut: Vec<_> = read.minutes.iter().map(|range| range.start / 60).collect();
+        let expected: Vec<_> = (480_000 - 168..=480_000).step_by(6).collect();
         assert_eq!(
-            FoldedRead::of(&on_the_hour, on_the_hour.end_minute).newest_cut,
-            None
+            cut, expected,
+            "the window's first minutes, each hour cut, the current hour's minutes"
         );
+
+        let on_the_hour =
+            SeriesPlan::new(week, minute_start(480_000 * 60 - 1), DEFAULT_STUCK_AFTER);
+        let read = FoldedRead::of(&on_the_hour, on_the_hour.end_minute);
+        assert!(read.minutes.is_empty(), "{:?}", read.minutes);
+        assert_eq!(read.hours, 480_000 - 168..480_000);
+    }
+
+    #[test]
+    fn a_day_reads_one_range_of_minutes_as_every_hour_is_cut() {
+        let now = minute_start(480_000 * 60 + 19);
+        let plan = SeriesPlan::new(MetricsWindow::default(), now, DEFAULT_STUCK_AFTER);
+        let read = FoldedRead::of(&plan, plan.end_minute - 3);
+        assert_eq!(read.minutes.len(), 1);
+        assert_eq!(read.minutes[0], plan.start_minute..plan.end_minute - 3);
     }
 
     #[test]

@@ -32,9 +32,11 @@ const SETTLED: &str = "(select min(x.at) from operation_events x \
 ///   on a table not analyzed yet, read every one of a backlog (0.2–0.7 s for 20,000);
 /// - the open ones, from the operations `unknown` now, by the index the gauges read; those
 ///   `unknown` since before `$2` are stuck at every moment of the series, so they come as one
-///   row (a backlog of 20,000 is one row, not 20,000 to decode).
+///   row (a backlog of 20,000 is one row, not 20,000 to decode). The others come as one row
+///   per group of operations stuck at the same bucket ends (see [`OpenGroups`]).
 pub(crate) fn spans<DB: Dialect>() -> String {
     let open = format!("{} and ($3 is null or namespace = $3)", DB::UNKNOWN_NOW);
+    let second = DB::unix_second(OPEN_SINCE);
     // Times first: PostgreSQL types a union's `null` from the branches before it.
     format!(
         "with settlements as materialized ( \
@@ -54,8 +56,38 @@ pub(crate) fn spans<DB: Dialect>() -> String {
          from operations where {open} and {OPEN_SINCE} < $2 \
          having count(*) > 0 \
          union all \
-         select {OPEN_SINCE}, null, 1 from operations where {open} and {OPEN_SINCE} >= $2"
+         select min({OPEN_SINCE}), null, count(*) \
+         from operations where {open} and {OPEN_SINCE} >= $2 \
+         group by ($4 - {second} + $5 - 1) / $5, {OPEN_SINCE} < $6"
     )
+}
+
+/// How the open spans since the window began are grouped: an open span is stuck at a bucket's
+/// end when it began more than the threshold before it, so the spans that began between the
+/// same two of those moments are stuck at the same ends and count as one. The ends but the
+/// newest are whole minutes a bucket apart: with a threshold of whole seconds (all that
+/// `IDEM_STUCK_AFTER` can say) the moments are whole seconds a bucket apart, and a span's
+/// group is how many of them lie after its second: `ceil(($4 - second) / $5)`. The newest end
+/// is now, compared as a time (`$6`). A 7-day series of 20,000 open spans is about 60 rows.
+struct OpenGroups {
+    /// The Unix second a bucket's width before the newest end's minute, less the threshold:
+    /// the moment a span must have begun before to be stuck at the second-newest end.
+    second_newest: i64,
+    /// The width of a bucket in seconds.
+    bucket_seconds: i64,
+    /// Now less the threshold.
+    newest: DateTime<Utc>,
+}
+
+impl OpenGroups {
+    fn of(plan: &SeriesPlan) -> Self {
+        let second_newest_end = (plan.end_minute - plan.bucket_minutes) * 60;
+        Self {
+            second_newest: second_newest_end - plan.stuck_after.num_seconds(),
+            bucket_seconds: plan.bucket_minutes * 60,
+            newest: plan.now - plan.stuck_after,
+        }
+    }
 }
 
 /// When an open span began, as the gauges count it.
@@ -86,10 +118,14 @@ pub(super) async fn read<DB: Dialect>(
     plan: &SeriesPlan,
     namespace: &Option<String>,
 ) -> Result<Vec<UnknownSpan>, StoreError> {
+    let groups = OpenGroups::of(plan);
     let rows: Vec<(DateTime<Utc>, Option<DateTime<Utc>>, i64)> = DB::query_as(&spans::<DB>())
         .param(plan.now)
         .param(plan.from() - plan.stuck_after)
         .param(namespace)
+        .param(groups.second_newest)
+        .param(groups.bucket_seconds)
+        .param(groups.newest)
         .rows(conn)
         .await?;
     Ok(rows

@@ -3,21 +3,22 @@
 
 use app::domain::Namespace;
 use app::ledger::metrics::{
-    minute_start, MetricsReport, MetricsWindow, SeriesPlan, ToolMeasure, ToolTick, ToolsReport,
-    DEFAULT_STUCK_AFTER,
+    assemble, minute_start, Gauges, MetricsReport, MetricsWindow, SeriesPlan, ToolMeasure,
+    ToolTick, ToolsReport, UnknownSpan, DEFAULT_STUCK_AFTER,
 };
 use app::ledger::{Event, EventKind, Report};
-use chrono::{TimeDelta, Utc};
+use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
 use super::approvals::sqlite_plan;
 use super::conformance;
 use super::ledger::{fresh, request, start};
-use crate::storage::metrics_sql::{folded_counts, FOLDED_COUNTS, GAUGES, TOOL_GAUGES};
+use crate::storage::dialect::{Bind, Dialect, Run};
+use crate::storage::metrics_sql::{folded_counts, folded_counts_sql, GAUGES, TOOL_GAUGES};
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::tool_counts_sql;
-use crate::storage::unknown_spans_sql::spans;
+use crate::storage::unknown_spans_sql::{self, spans};
 use crate::storage::written_behind::Tally;
 use crate::storage::Database;
 
@@ -29,6 +30,7 @@ conformance!(
     the_upgrade_counts_the_minutes_the_roll_up_had_not_folded,
     a_wide_window_adds_up_whole_hours_and_the_minutes_of_the_hours_its_buckets_cut,
     the_upgrade_adds_the_folded_minutes_up_into_hours,
+    open_unknowns_counted_in_groups_draw_the_stuck_series_each_would,
 );
 
 pub(super) async fn run<F, Fut>(backend: Backend, check: F)
@@ -506,34 +508,49 @@ fn month_count(namespace: &str, minute: i64) -> i64 {
     }
 }
 
-/// Counts per bucket and kind, sorted, as `folded_counts` reads them on `backend`.
-async fn read_folded(
-    backend: Backend,
-    db: &TestDatabase,
-    plan: &SeriesPlan,
-    split: i64,
-    namespace: &Option<String>,
-) -> Vec<(i64, String, i64)> {
-    let mut counts = match backend {
+/// Work on one connection to the test database, of whichever kind it is.
+trait OnConnection {
+    type Output;
+    async fn run<DB: Dialect>(&self, conn: &mut DB::Connection) -> Self::Output;
+}
+
+async fn on_connection<W: OnConnection>(backend: Backend, db: &TestDatabase, work: W) -> W::Output {
+    match backend {
         Backend::Sqlite => {
             let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
             let mut conn = pool.acquire().await.unwrap();
-            let counts = folded_counts::<sqlx::Sqlite>(&mut conn, plan, split, namespace).await;
+            let output = work.run::<sqlx::Sqlite>(&mut conn).await;
             drop(conn);
             pool.close().await;
-            counts.unwrap()
+            output
         }
         Backend::Postgres => {
             let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
             let mut conn = pool.acquire().await.unwrap();
-            let counts = folded_counts::<sqlx::Postgres>(&mut conn, plan, split, namespace).await;
+            let output = work.run::<sqlx::Postgres>(&mut conn).await;
             drop(conn);
             pool.close().await;
-            counts.unwrap()
+            output
         }
-    };
-    counts.sort();
-    counts
+    }
+}
+
+/// The folded counts per bucket and kind of a window before a split, sorted.
+struct FoldedCounts<'a> {
+    plan: &'a SeriesPlan,
+    split: i64,
+    namespace: Option<String>,
+}
+
+impl OnConnection for FoldedCounts<'_> {
+    type Output = Vec<(i64, String, i64)>;
+
+    async fn run<DB: Dialect>(&self, conn: &mut DB::Connection) -> Self::Output {
+        let counts = folded_counts::<DB>(conn, self.plan, self.split, &self.namespace).await;
+        let mut counts = counts.unwrap();
+        counts.sort();
+        counts
+    }
 }
 
 async fn a_wide_window_adds_up_whole_hours_and_the_minutes_of_the_hours_its_buckets_cut(
@@ -582,7 +599,12 @@ async fn a_wide_window_adds_up_whole_hours_and_the_minutes_of_the_hours_its_buck
                         .into_iter()
                         .map(|(back, count)| (back, "replayed".to_owned(), count))
                         .collect();
-                    let read = read_folded(backend, &db, &plan, split, &namespace).await;
+                    let read = FoldedCounts {
+                        plan: &plan,
+                        split,
+                        namespace: namespace.clone(),
+                    };
+                    let read = on_connection(backend, &db, read).await;
                     assert_eq!(
                         read, expected,
                         "{window} ending {end_offset} past the hour, split at {split}, {namespace:?}"
@@ -592,10 +614,13 @@ async fn a_wide_window_adds_up_whole_hours_and_the_minutes_of_the_hours_its_buck
         }
     }
     if backend == Backend::Sqlite {
-        let plan = sqlite_plan(&db, FOLDED_COUNTS).await;
+        let week = MetricsWindow::try_from("7d").unwrap();
+        let plan = SeriesPlan::new(week, minute_start(480_000 * 60 + 20), DEFAULT_STUCK_AFTER);
+        let statement = folded_counts_sql::<sqlx::Sqlite>(&plan, plan.end_minute);
+        let plan = sqlite_plan(&db, &statement).await;
         assert!(
-            plan.contains("SEARCH m USING") && plan.contains("SEARCH event_hours USING"),
-            "each cut hour seeks its minutes, the whole hours are a range: {plan}"
+            !plan.contains("SCAN event_") && plan.matches("SEARCH event_minutes").count() == 29,
+            "each range of minutes and the whole hours are sought by their keys: {plan}"
         );
     }
 }
@@ -632,4 +657,100 @@ async fn the_upgrade_adds_the_folded_minutes_up_into_hours(
     assert_eq!(sql(backend, &db, &hour(480_000, "support")).await, Some(1));
     assert_eq!(sql(backend, &db, &hour(480_001, "billing")).await, Some(4));
     assert_eq!(sql(backend, &db, HOURS_APART_FROM_MINUTES).await, Some(0));
+}
+
+/// Marks the operations `unknown`, each since its time, behind the store's back.
+struct MakeUnknown<'a>(&'a [(Uuid, DateTime<Utc>)]);
+
+impl OnConnection for MakeUnknown<'_> {
+    type Output = ();
+
+    async fn run<DB: Dialect>(&self, conn: &mut DB::Connection) {
+        let sql = "update operations set status = 'unknown', unknown_since = $1 where id = $2";
+        for (id, since) in self.0 {
+            let query = sqlx::query::<DB>(sql).param(*since).param(*id);
+            query.run(&mut *conn).await.unwrap();
+        }
+    }
+}
+
+/// The spans the stuck series of a plan is drawn from, as the store reads them.
+struct Spans<'a>(&'a SeriesPlan);
+
+impl OnConnection for Spans<'_> {
+    type Output = Vec<UnknownSpan>;
+
+    async fn run<DB: Dialect>(&self, conn: &mut DB::Connection) -> Self::Output {
+        unknown_spans_sql::read::<DB>(conn, self.0, &None)
+            .await
+            .unwrap()
+    }
+}
+
+fn stuck_series(plan: &SeriesPlan, spans: &[UnknownSpan]) -> Vec<u64> {
+    let report = assemble(plan, &[], &[], spans, Gauges::default());
+    report.series.iter().map(|b| b.stuck_unknown).collect()
+}
+
+async fn open_unknowns_counted_in_groups_draw_the_stuck_series_each_would(
+    backend: Backend,
+    db: TestDatabase,
+    database: Database,
+) {
+    // A threshold that is not whole minutes, and unknowns that began on either side of the
+    // moment each bucket's end makes them stuck, by a millisecond and by seconds, and before
+    // the window.
+    let threshold = TimeDelta::seconds(90);
+    // To the microsecond, as PostgreSQL keeps times and tells the time.
+    let now = Utc::now().trunc_subsecs(6);
+    let plans: Vec<SeriesPlan> = ["6h", "7d"]
+        .into_iter()
+        .map(|window| SeriesPlan::new(MetricsWindow::try_from(window).unwrap(), now, threshold))
+        .collect();
+    let mut since = Vec::new();
+    for plan in &plans {
+        since.push(plan.from() - threshold - TimeDelta::seconds(1));
+        for back in 0..plan.buckets() {
+            let stuck_from = plan.bucket_end(back) - threshold;
+            for ms in [-30_000, -1_000, -1, 0, 1, 999, 1_000] {
+                since.push(stuck_from + TimeDelta::milliseconds(ms));
+            }
+        }
+    }
+    let ledger = database.ledger_store();
+    let mut unknown = Vec::new();
+    for (n, at) in since.iter().enumerate() {
+        let key = format!("order-{n}");
+        let (operation, _) = start(ledger.as_ref(), &request("billing", &key, "refund")).await;
+        unknown.push((operation.id, *at));
+    }
+    on_connection(backend, &db, MakeUnknown(&unknown)).await;
+
+    let each: Vec<UnknownSpan> = since
+        .iter()
+        .map(|&since| UnknownSpan {
+            since,
+            until: None,
+            operations: 1,
+        })
+        .collect();
+    for plan in &plans {
+        let read = on_connection(backend, &db, Spans(plan)).await;
+        let expected = stuck_series(plan, &each);
+        assert_eq!(stuck_series(plan, &read), expected, "{}", plan.window);
+        assert!(
+            expected.windows(2).any(|pair| pair[0] != pair[1]),
+            "the unknowns become stuck along the series: {expected:?}"
+        );
+        let operations: u64 = read.iter().map(|span| span.operations).sum();
+        assert_eq!(operations, since.len() as u64);
+        assert!(
+            read.len() <= 2 * (plan.buckets() + 2) + 1,
+            "{}: {} rows for {} unknowns in {} buckets",
+            plan.window,
+            read.len(),
+            since.len(),
+            plan.buckets()
+        );
+    }
 }
