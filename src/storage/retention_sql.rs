@@ -44,11 +44,13 @@ pub struct RetentionRound {
 /// Operations that may go: settled (never `unknown`, `pending`, `approved` or
 /// `awaiting_approval`),
 /// expired before `$1`, and with no event at or after `$2` — the first minute the metrics
-/// roll-up has not folded — so the counters keep every event deleted here.
+/// roll-up has not folded — so the counters keep every event deleted here. In no order:
+/// this runs inside the write transaction, and read from the index `operations_by_expiry`
+/// as it comes, a batch is found without reading or sorting the other expired ones.
 pub const CANDIDATES: &str = r#"select o.id from operations o
     where o.status in ('succeeded', 'failed', 'rejected') and o.expires_at < $1
       and not exists (select 1 from operation_events e where e.operation_id = o.id and e.at >= $2)
-    order by o.id limit $3"#;
+    limit $3"#;
 
 /// `in ($first, …)` over `count` placeholders starting at `$first`.
 pub fn placeholders(first: usize, count: usize) -> String {

@@ -9,9 +9,11 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
+use super::approvals::sqlite_plan;
 use super::conformance;
 use super::ledger::{request, start};
 use super::metrics::{run, sql};
+use crate::storage::retention_sql::CANDIDATES;
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::{Database, Purged, RetentionRound};
 
@@ -156,6 +158,16 @@ async fn expired_settled_operations_go_with_their_events_once_folded(
         .await
         .unwrap();
     assert_eq!(billing_after.totals.duplicates_prevented, 3);
+
+    if backend == Backend::Sqlite {
+        // Inside the write transaction, once a minute: never through every settled operation.
+        let plan = sqlite_plan(&db, CANDIDATES).await;
+        assert!(
+            plan.contains("USING INDEX operations_by_expiry (status=? AND expires_at<?)")
+                && !plan.contains("TEMP B-TREE"),
+            "the expired are found by their expiry, and not sorted: {plan}"
+        );
+    }
 }
 
 /// The stuck unknowns of each bucket of the last 24 hours, of `namespace` or of all.
