@@ -12,8 +12,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::approvals::sqlite_plan;
-use super::conformance;
 use super::ledger::{fresh, request, start};
+use super::{conformance, on_connection, sql, OnConnection};
 use crate::storage::dialect::{Bind, Dialect, Run};
 use crate::storage::metrics_sql::{folded_counts, folded_counts_sql, GAUGES, TOOL_GAUGES};
 use crate::storage::testing::{Backend, TestDatabase};
@@ -44,31 +44,6 @@ where
         .expect("open the test database");
     check(backend, db, database.clone()).await;
     database.close().await;
-}
-
-/// Runs a statement without parameters, and returns the first column of its first row if
-/// it has one; the statements here are the same text on both databases.
-pub(super) async fn sql(backend: Backend, db: &TestDatabase, statement: &str) -> Option<i64> {
-    match backend {
-        Backend::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
-            let row: Option<(i64,)> = sqlx::query_as(statement)
-                .fetch_optional(&pool)
-                .await
-                .unwrap();
-            pool.close().await;
-            row.map(|(value,)| value)
-        }
-        Backend::Postgres => {
-            let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
-            let row: Option<(i64,)> = sqlx::query_as(statement)
-                .fetch_optional(&pool)
-                .await
-                .unwrap();
-            pool.close().await;
-            row.map(|(value,)| value)
-        }
-    }
 }
 
 fn event(operation: Uuid, minutes_ago: i64, kind: EventKind, detail: serde_json::Value) -> Event {
@@ -341,28 +316,23 @@ async fn the_table_by_tool_counts_operations_failures_and_duplicates_as_they_com
     }
 }
 
-/// Adds `tally` as the writer behind the answers does, in a transaction of its own.
-async fn add_tally(backend: Backend, db: &TestDatabase, tally: &Tally) {
-    match backend {
-        Backend::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
-            let mut tx = pool.begin().await.unwrap();
-            tool_counts_sql::add::<sqlx::Sqlite>(&mut tx, tally)
-                .await
-                .unwrap();
-            tx.commit().await.unwrap();
-            pool.close().await;
-        }
-        Backend::Postgres => {
-            let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
-            let mut tx = pool.begin().await.unwrap();
-            tool_counts_sql::add::<sqlx::Postgres>(&mut tx, tally)
-                .await
-                .unwrap();
-            tx.commit().await.unwrap();
-            pool.close().await;
-        }
+/// Adds a tally as the writer behind the answers does, in a transaction of its own.
+struct AddTally<'a>(&'a Tally);
+
+impl OnConnection for AddTally<'_> {
+    type Output = ();
+
+    async fn run<DB: Dialect>(&self, conn: &mut DB::Connection) {
+        sqlx::query::<DB>("begin").run(&mut *conn).await.unwrap();
+        tool_counts_sql::add::<DB>(&mut *conn, self.0)
+            .await
+            .unwrap();
+        sqlx::query::<DB>("commit").run(conn).await.unwrap();
     }
+}
+
+async fn add_tally(backend: Backend, db: &TestDatabase, tally: &Tally) {
+    on_connection(backend, db, AddTally(tally)).await;
 }
 
 async fn counts_written_apart_add_up_in_their_minute_and_hour(
@@ -505,33 +475,6 @@ fn month_count(namespace: &str, minute: i64) -> i64 {
     match namespace {
         "billing" => minute % 7 + 1,
         _ => 1,
-    }
-}
-
-/// Work on one connection to the test database, of whichever kind it is.
-trait OnConnection {
-    type Output;
-    async fn run<DB: Dialect>(&self, conn: &mut DB::Connection) -> Self::Output;
-}
-
-async fn on_connection<W: OnConnection>(backend: Backend, db: &TestDatabase, work: W) -> W::Output {
-    match backend {
-        Backend::Sqlite => {
-            let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
-            let mut conn = pool.acquire().await.unwrap();
-            let output = work.run::<sqlx::Sqlite>(&mut conn).await;
-            drop(conn);
-            pool.close().await;
-            output
-        }
-        Backend::Postgres => {
-            let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
-            let mut conn = pool.acquire().await.unwrap();
-            let output = work.run::<sqlx::Postgres>(&mut conn).await;
-            drop(conn);
-            pool.close().await;
-            output
-        }
     }
 }
 

@@ -12,7 +12,8 @@ use uuid::Uuid;
 use super::approvals::sqlite_plan;
 use super::conformance;
 use super::ledger::{request, start};
-use super::metrics::{run, sql};
+use super::metrics::run;
+use super::{sql, sql_at};
 use crate::storage::retention_sql::CANDIDATES;
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::{Database, Purged, RetentionRound};
@@ -23,30 +24,6 @@ conformance!(
     stuck_unknowns_outlive_the_operations_retention_deletes,
     expired_sessions_go,
 );
-
-/// Runs a statement with one time parameter (`$1`) on either database.
-pub(super) async fn sql_at(
-    backend: Backend,
-    db: &TestDatabase,
-    statement: &str,
-    at: DateTime<Utc>,
-) {
-    macro_rules! execute {
-        ($pool:ty) => {{
-            let pool = <$pool>::connect(db.url()).await.unwrap();
-            sqlx::query(statement)
-                .bind(at)
-                .execute(&pool)
-                .await
-                .unwrap();
-            pool.close().await;
-        }};
-    }
-    match backend {
-        Backend::Sqlite => execute!(sqlx::SqlitePool),
-        Backend::Postgres => execute!(sqlx::PgPool),
-    }
-}
 
 /// Rounds of `batch` rows at the given time until one deletes nothing; the totals.
 async fn purge_all(database: &Database, now: DateTime<Utc>, batch: i64) -> (Purged, u32) {
