@@ -47,9 +47,14 @@ pub struct RetentionRound {
 /// roll-up has not folded — so the counters keep every event deleted here. In no order:
 /// this runs inside the write transaction, and read from the index `operations_by_expiry`
 /// as it comes, a batch is found without reading or sorting the other expired ones.
+/// The events are counted by a scalar subquery rather than `not exists`: PostgreSQL turns
+/// `not exists` into an anti join, which with a backlog (every operation expired) read the
+/// whole event index for each round, while an aggregate subquery stays a lookup per
+/// candidate on both databases.
 pub const CANDIDATES: &str = r#"select o.id from operations o
     where o.status in ('succeeded', 'failed', 'rejected') and o.expires_at < $1
-      and not exists (select 1 from operation_events e where e.operation_id = o.id and e.at >= $2)
+      and (select count(*) from operation_events e
+           where e.operation_id = o.id and e.at >= $2) = 0
     limit $3"#;
 
 /// `in ($first, …)` over `count` placeholders starting at `$first`.

@@ -94,14 +94,16 @@ impl OpenGroups {
 const OPEN_SINCE: &str = "coalesce(unknown_since, updated_at)";
 
 /// Folds the settled spans of the operations `$1…` (before retention deletes their events);
-/// a span folded by an earlier round stays as it is.
-fn fold(count: usize) -> String {
+/// a span folded by an earlier round stays as it is. The operations lead (`cross join` fixes
+/// SQLite's order): led by the events instead, both databases read every unknown-making
+/// event of the ledger through the index by kind (40–85 ms a round at 20,000 of them).
+pub(super) fn fold(count: usize) -> String {
     format!(
         "insert into unknown_spans (operation_id, namespace, since, until) \
          select operation_id, namespace, since, until from ( \
            select e.operation_id, o.namespace, e.at as since, {SETTLED} as until \
-           from operation_events e join operations o on o.id = e.operation_id \
-           where e.operation_id in ({ids}) and {BECAME_UNKNOWN} \
+           from operations o cross join operation_events e \
+           where e.operation_id = o.id and o.id in ({ids}) and {BECAME_UNKNOWN} \
          ) as spans \
          where until is not null \
          on conflict do nothing",

@@ -15,7 +15,7 @@ pub use approval_webhook::{ApprovalWebhook, WebhookQueue};
 pub use lease_reaper::LeaseReaper;
 pub use metrics_rollup::MetricsRollup;
 pub use reconciler::Reconciler;
-pub use retention::Retention;
+pub use retention::{Retention, RETENTION_BATCH};
 pub use supervisor::{panic_message, spawn_supervised, WorkerHealth};
 pub use webhook::Webhook;
 

@@ -16,7 +16,9 @@ use super::metrics::run;
 use super::{sql, sql_at};
 use crate::storage::retention_sql::CANDIDATES;
 use crate::storage::testing::{Backend, TestDatabase};
+use crate::storage::unknown_spans_sql;
 use crate::storage::{Database, Purged, RetentionRound};
+use crate::workers::RETENTION_BATCH;
 
 conformance!(
     run;
@@ -144,7 +146,40 @@ async fn expired_settled_operations_go_with_their_events_once_folded(
                 && !plan.contains("TEMP B-TREE"),
             "the expired are found by their expiry, and not sorted: {plan}"
         );
+        let plan = sqlite_plan(&db, &unknown_spans_sql::fold(RETENTION_BATCH as usize)).await;
+        assert!(
+            plan.contains("SEARCH e USING INDEX operation_events_by_time (operation_id=?)")
+                && !plan.contains("by_kind"),
+            "the spans are folded from the events of the operations going, not of all: {plan}"
+        );
+    } else {
+        let plan = postgres_generic_plan(&db, CANDIDATES, "(now(), now(), 200)").await;
+        assert!(
+            plan.contains("SubPlan") && !plan.contains("Anti Join"),
+            "each candidate's events are looked up, never joined as a whole: {plan}"
+        );
     }
+}
+
+/// PostgreSQL's plan of `statement` for any parameters (the plan a prepared statement
+/// settles on), with these arguments.
+async fn postgres_generic_plan(db: &TestDatabase, statement: &str, arguments: &str) -> String {
+    let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    let setup =
+        format!("set plan_cache_mode = force_generic_plan; prepare candidates as {statement}");
+    sqlx::raw_sql(&setup).execute(&mut *conn).await.unwrap();
+    let steps: Vec<(String,)> = sqlx::query_as(&format!("explain execute candidates{arguments}"))
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    pool.close().await;
+    steps
+        .into_iter()
+        .map(|(step,)| step)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The stuck unknowns of each bucket of the last 24 hours, of `namespace` or of all.
