@@ -24,11 +24,16 @@ impl LeaseReaper {
         Self { ledger, interval }
     }
 
-    /// Expires what is due now; returns how many operations became `unknown`.
-    pub async fn run_once(&self) -> usize {
+    /// Expires what is due now, round after round, until a round finds less than a batch or
+    /// `stop` has fired; returns how many operations became `unknown`. A shutdown does not
+    /// wait for a backlog (every lease of a long outage running out at once).
+    pub async fn run_once(&self, stop: &StopSignal) -> usize {
         app::ledger::failpoint::panic_if_armed("lease_reaper_round");
         let mut total = 0;
         loop {
+            if *stop.borrow() {
+                return total;
+            }
             match self.ledger.expire_leases(BATCH).await {
                 Ok(count) => {
                     total += count;
@@ -46,10 +51,11 @@ impl LeaseReaper {
 
     /// Runs rounds until the stop signal fires.
     pub async fn run(self, stop: StopSignal) {
+        let signal = stop.clone();
         let stop = stopped(stop);
         tokio::pin!(stop);
         loop {
-            let expired = self.run_once().await;
+            let expired = self.run_once(&signal).await;
             if expired > 0 {
                 tracing::info!(expired, "leases ran out: operations are now unknown");
             }
@@ -58,5 +64,36 @@ impl LeaseReaper {
                 () = tokio::time::sleep(self.interval) => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::conformance::ledger::{request, start};
+    use crate::storage::testing::{Backend, TestDatabase};
+    use crate::storage::Database;
+
+    #[tokio::test]
+    async fn rounds_go_on_until_no_lease_is_due_unless_the_server_stops() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let database = Database::open(db.url()).await.unwrap();
+        let store = database.ledger_store();
+        let due = 2 * BATCH as usize + 1;
+        for n in 0..due {
+            // A lease of no time at all: over as soon as the claim commits.
+            let mut order = request("billing", &format!("order-{n}"), "refund");
+            order.policy.lease_seconds = 0;
+            start(store.as_ref(), &order).await;
+        }
+        let reaper = LeaseReaper::new(Ledger::new(store), Duration::ZERO);
+        let (stop_sender, stop) = tokio::sync::watch::channel(false);
+        stop_sender.send(true).unwrap();
+        assert_eq!(reaper.run_once(&stop).await, 0);
+
+        let (_running, go_on) = tokio::sync::watch::channel(false);
+        assert_eq!(reaper.run_once(&go_on).await, due);
+        assert_eq!(reaper.run_once(&go_on).await, 0);
+        database.close().await;
     }
 }
