@@ -84,6 +84,7 @@ impl Retention {
 mod tests {
     use super::*;
     use crate::storage::conformance::ledger::{request, start};
+    use crate::storage::conformance::sql_at;
     use crate::storage::testing::{Backend, TestDatabase};
 
     /// Three batches and a bit of settled operations that expired long ago.
@@ -98,19 +99,16 @@ mod tests {
             )
             .await;
         }
-        let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
         let long_ago = Utc::now() - TimeDelta::days(400);
-        sqlx::query("update operations set status = 'succeeded', expires_at = $1")
-            .bind(long_ago)
-            .execute(&pool)
-            .await
-            .unwrap();
-        sqlx::query("update operation_events set at = $1")
-            .bind(long_ago)
-            .execute(&pool)
-            .await
-            .unwrap();
-        pool.close().await;
+        let settled = "update operations set status = 'succeeded', expires_at = $1";
+        sql_at(Backend::Sqlite, db, settled, long_ago).await;
+        sql_at(
+            Backend::Sqlite,
+            db,
+            "update operation_events set at = $1",
+            long_ago,
+        )
+        .await;
         database
     }
 

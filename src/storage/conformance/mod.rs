@@ -82,6 +82,6 @@ async fn sql(backend: Backend, db: &TestDatabase, sql: &str) -> Option<i64> {
 }
 
 /// Runs a statement with one time parameter (`$1`).
-async fn sql_at(backend: Backend, db: &TestDatabase, sql: &str, at: DateTime<Utc>) {
+pub(crate) async fn sql_at(backend: Backend, db: &TestDatabase, sql: &str, at: DateTime<Utc>) {
     on_connection(backend, db, Statement { sql, times: &[at] }).await;
 }
