@@ -19,9 +19,14 @@
 //! never overwritten; the completion is then decided again from the row under the lock.
 //!
 //! Third, keys seen with a live operation lately. Also only a hint: a claim of a key not
-//! among them is tried as a new key's insert without reading first (SQLite), and a key
-//! that is taken after all is read then; one among them is read first. A key that stopped
-//! being live since only costs its next claim that read.
+//! among them is tried as a new key's insert without reading first, and a key that is
+//! taken after all is read then; one among them is read first. A key that stopped being
+//! live since only costs its next claim that read.
+//!
+//! What is decided from a kept row is decided at `decision_time`: on PostgreSQL, whose
+//! clock decides leases and expiry, the process clock plus the most the database's clock
+//! was ahead of it at the member's last beat, so a lease is never taken for live when the
+//! database's clock has passed its end.
 
 use app::domain::{IdempotencyKey, Namespace, OperationStatus};
 use app::ledger::{Decision, Operation, Write};
@@ -79,8 +84,8 @@ impl Default for KeptRows {
     }
 }
 
-/// Now, at the precision both databases keep (microseconds), by the process clock: the
-/// clock of the only store that keeps rows in memory (SQLite's, which decides its time).
+/// Now, at the precision both databases keep (microseconds), by the process clock: SQLite's
+/// time (a store on PostgreSQL adds how far the database's clock may be ahead).
 pub(crate) fn now() -> DateTime<Utc> {
     let now = Utc::now();
     now.duration_trunc(TimeDelta::microseconds(1))
@@ -88,16 +93,22 @@ pub(crate) fn now() -> DateTime<Utc> {
 }
 
 impl KeptRows {
-    /// The key's final operation if kept, with the time to decide at: the process clock,
-    /// which is the clock of the only store that keeps final outcomes (SQLite's).
+    /// The key's final operation if kept, with the time to decide at (`decision_time`).
     pub fn get(
         &self,
         namespace: &Namespace,
         key: &IdempotencyKey,
     ) -> Option<(Operation, DateTime<Utc>)> {
         let operation = self.cache.get(&(namespace.clone(), key.clone()))?;
+        Some((operation, self.decision_time()))
+    }
+
+    /// The time to decide at from what is kept: the process clock plus the most the
+    /// database's clock can be ahead of it (zero on SQLite, whose time is the process's), so
+    /// never earlier than the database's time.
+    pub fn decision_time(&self) -> DateTime<Utc> {
         let ahead = self.clock_ahead_micros.load(Ordering::Relaxed);
-        Some((operation, now() + TimeDelta::microseconds(ahead)))
+        now() + TimeDelta::microseconds(ahead)
     }
 
     /// Sets how far the database's clock may be ahead of the process's (see `get`).
@@ -132,7 +143,7 @@ impl KeptRows {
     /// The pending operation `id` as this store last wrote it with a lease, if kept, with
     /// the time to decide at. A hint, to be written only where the row is unchanged.
     pub fn leased(&self, id: Uuid) -> Option<(Operation, DateTime<Utc>)> {
-        Some((self.leased.get(&id)?, now()))
+        Some((self.leased.get(&id)?, self.decision_time()))
     }
 
     /// Whether the key was seen with a live operation lately (see the module's note).
@@ -201,5 +212,28 @@ impl KeptRows {
             self.cache
                 .invalidate(&(changed.namespace.clone(), changed.key.clone()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On PostgreSQL a kept row is decided on at the latest time the database's clock can
+    /// show: the process clock moved by how far the last beat found the database's ahead
+    /// (or behind).
+    #[test]
+    fn kept_rows_are_decided_on_at_the_database_time_the_beats_bound() {
+        let kept = KeptRows::default();
+        let before = now();
+        assert!(kept.decision_time() >= before, "SQLite: the process clock");
+
+        kept.set_clock_ahead(TimeDelta::hours(1));
+        let ahead = kept.decision_time();
+        assert!(ahead >= before + TimeDelta::hours(1));
+        assert!(ahead <= now() + TimeDelta::hours(1));
+
+        kept.set_clock_ahead(TimeDelta::seconds(-5));
+        assert!(kept.decision_time() < now() - TimeDelta::seconds(4));
     }
 }

@@ -104,13 +104,20 @@ pub(crate) trait LedgerBackend: SqlBackend {
     ) -> impl Future<Output = Result<Option<Decision<Claim>>, StoreError>> + Send;
 
     /// Whether a claim of a key nothing is kept of may go straight to `claim_new_key`,
-    /// unread. Only a store that alone changes its database may.
-    fn may_skip_read(&self, _request: &ClaimRequest) -> bool {
-        false
+    /// unread: where the store keeps rows, for a key not seen live lately. A new key then
+    /// costs no read, and a taken one an insert that does nothing before its read; a key
+    /// seen taken is read first for a while (a storm of duplicates, retries of a replay).
+    fn may_skip_read(&self, request: &ClaimRequest) -> bool {
+        self.kept()
+            .is_some_and(|kept| !kept.seen_live(&request.namespace, &request.key))
     }
 
-    /// A claim found the key live: its next claims should read first.
-    fn key_taken(&self, _namespace: &Namespace, _key: &IdempotencyKey) {}
+    /// A claim found the key live: its next claims read first (see `may_skip_read`).
+    fn key_taken(&self, namespace: &Namespace, key: &IdempotencyKey) {
+        if let Some(kept) = self.kept() {
+            kept.saw_live(namespace, key);
+        }
+    }
 
     /// A report decided from an unlocked read and written only if the operation is
     /// unchanged, if the database can; `None` sends it to be decided under the lock.

@@ -171,6 +171,9 @@ impl Membership {
             .fetch_one(pool)
             .await
             .map_err(store_error)?;
+        // The clock is read once the connection is in hand, so that a wait for the pool
+        // does not count as the database's clock being ahead.
+        let mut conn = pool.acquire().await.map_err(store_error)?;
         let sent_at = Instant::now();
         let before = Utc::now();
         self.last_beat
@@ -189,7 +192,7 @@ impl Membership {
         .bind(LEASE_SECONDS as f64)
         .bind(fence)
         .bind(FENCES_CHANNEL)
-        .fetch_one(pool)
+        .fetch_one(&mut *conn)
         .await;
         let mut last = self.last_beat.lock().expect("beat lock");
         match renewed {
@@ -317,7 +320,7 @@ pub(super) async fn fence(pool: &PgPool) -> Result<(), StoreError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::PostgresStore;
     use crate::storage::backend::SqlBackend as _;
     use crate::storage::backend::SqlStore;
@@ -330,7 +333,7 @@ mod tests {
     use app::ledger::{Claim, ClaimRequest, LedgerStore, Operation, Settlement};
 
     /// A store as `idem serve` opens it, migrated, once it answers from memory.
-    async fn serving(db: &TestDatabase) -> Store {
+    pub(in crate::storage::postgres) async fn serving(db: &TestDatabase) -> Store {
         let store = PostgresStore::open_to_serve(db.url()).await.unwrap();
         store.migrate().await.unwrap();
         for _ in 0..1000 {

@@ -6,6 +6,11 @@
 //! guarded by what it read. The unlocked reads are made together with those that arrive
 //! with them (`group_read`), the unlocked writes likewise (`group_commit`). Time is the
 //! database's, so every process agrees on leases and expiry.
+//!
+//! `idem serve` (a member of `kept_members`) reads less: a key it has not seen live lately
+//! is tried as new without a read, and a completion is decided from the operation as this
+//! process leased it (`KeptRows`), both at the database's time as the member's beats bound
+//! it. Both are only hints the unique index or the guarded write checks.
 
 use app::domain::{Namespace, OperationStatus};
 use app::ledger::{
@@ -260,7 +265,8 @@ impl LedgerBackend for PostgresStore {
     }
 
     /// A claim whose key had no live operation when it was read (at `read_at`, the database's
-    /// time): the new operation and its events are written outside a transaction, by one
+    /// time), or was not read (see `LedgerBackend::may_skip_read`; decided at `KeptRows::decision_time`):
+    /// the new operation and its events are written outside a transaction, by one
     /// statement with the changes that arrive with it (`group_commit`), instead of four round
     /// trips (begin, locked read, write, commit) each. The unique index on a key's live
     /// operation decides: when another claim took the key in between (in this process or
@@ -273,12 +279,12 @@ impl LedgerBackend for PostgresStore {
         fresh: &Fresh,
         read_at: Option<DateTime<Utc>>,
     ) -> Result<Option<Decision<Claim>>, StoreError> {
-        // Every claim on PostgreSQL reads its key first (`may_skip_read` is false): another
-        // process may have taken it, and the read is what answers a replay without a write.
-        let Some(read_at) = read_at else {
-            return Ok(None);
+        let now = match (read_at, self.kept()) {
+            (Some(read_at), _) => read_at,
+            (None, Some(kept)) => kept.decision_time(),
+            (None, None) => return Ok(None),
         };
-        let decision = decide_claim(None, request, actor, fresh.clone(), read_at);
+        let decision = decide_claim(None, request, actor, fresh.clone(), now);
         let [Write::Insert(operation)] = decision.writes.as_slice() else {
             return Ok(None);
         };
@@ -287,7 +293,8 @@ impl LedgerBackend for PostgresStore {
         Ok(self.announced(applied.then_some(decision)))
     }
 
-    /// A completion (or a report of `unknown`) of a pending operation, decided from a read
+    /// A completion (or a report of `unknown`) of a pending operation, decided from the row
+    /// as this process leased it (kept in memory) or else from a read
     /// without a lock and written outside a transaction with the changes that arrive with it
     /// (`group_commit`), guarded by what was read (status, lease token, `updated_at`: any
     /// change to a pending operation moves one of them), its events riding along. The report
@@ -302,8 +309,13 @@ impl LedgerBackend for PostgresStore {
         report: &Report,
         actor: &str,
     ) -> Result<Option<Decision<Result<Operation, ReportRefused>>>, StoreError> {
-        let (Some(before), now) = self.group_read.by_id(id).await? else {
-            return Ok(None);
+        let kept = self.kept().and_then(|rows| rows.leased(id));
+        let (before, now) = match kept {
+            Some(kept) => kept,
+            None => match self.group_read.by_id(id).await? {
+                (Some(before), now) => (before, now),
+                (None, _) => return Ok(None),
+            },
         };
         if &before.namespace != namespace {
             return Ok(None);
@@ -315,9 +327,13 @@ impl LedgerBackend for PostgresStore {
 }
 
 impl PostgresStore {
-    /// The decision of a write committed outside `write`, once its changes are announced.
+    /// The decision of a write committed outside `write`, once the rows kept in memory have
+    /// learnt of it (the operation it leased) and its changes are announced.
     fn announced<T>(&self, written: Option<Decision<T>>) -> Option<Decision<T>> {
         if let Some(decision) = &written {
+            if let Some(kept) = self.kept() {
+                kept.committed(&decision.writes);
+            }
             self.announcer
                 .announce(OperationChange::of_writes(&decision.writes));
         }
@@ -331,7 +347,8 @@ mod tests {
     use crate::storage::backend::SqlBackend as _;
     use crate::storage::backend::SqlStore;
     use crate::storage::conformance::ledger::{
-        fresh, late_completion, overtaken_completion, request, start, succeeded, taken_over_digest,
+        complete, fresh, late_completion, overtaken_completion, request, start, succeeded,
+        taken_over_digest,
     };
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{EventKind, LedgerStore};
@@ -433,6 +450,94 @@ mod tests {
                 (EventKind::Completed, "agent:t".to_owned())
             ]
         );
+        store.0.close().await;
+    }
+
+    /// `idem serve` claims a key it knows nothing of without reading it, and completes the
+    /// operation from what it leased, without reading that either: a new key's pair costs
+    /// no lookup. Its times are the database's at the earliest, and what it answered is what
+    /// is stored. A duplicate then finds the key taken, and the key's next claims read first.
+    #[tokio::test]
+    async fn a_served_store_claims_and_completes_a_new_key_without_a_read() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = super::super::kept_members::tests::serving(&db).await;
+        let order = request("billing", "order-1", "refund");
+        let kept = store.0.kept().expect("a served store keeps rows");
+        let (database_before,): (DateTime<Utc>,) = sqlx::query_as("select clock_timestamp()")
+            .fetch_one(&store.0.pool)
+            .await
+            .unwrap();
+        let reads = store.0.group_read.statements();
+
+        let (started, token) = start(&store, &order).await;
+        assert!(
+            started.created_at >= database_before,
+            "decided at {} though the database's clock read {database_before} before",
+            started.created_at
+        );
+        assert!(!kept.seen_live(&order.namespace, &order.key));
+        assert_eq!(
+            kept.leased(started.id).map(|(operation, _)| operation),
+            Some(started.clone()),
+            "kept as committed"
+        );
+        let completed = complete(&store, &order, started.id, &token, "agent:t")
+            .await
+            .expect("accepted");
+        assert_eq!(store.0.group_read.statements(), reads, "nothing was read");
+        assert!(completed.updated_at >= started.created_at);
+        let stored = store.operation(started.id).await.unwrap().unwrap();
+        assert_eq!(stored, completed, "what was answered is what is stored");
+        assert!(kept.leased(started.id).is_none(), "no longer pending");
+
+        let replay = store.claim(&order, "agent:again", fresh()).await.unwrap();
+        assert!(
+            matches!(&replay.outcome, Claim::Replayed { operation, .. } if operation.id == started.id),
+            "{:?}",
+            replay.outcome
+        );
+        assert!(kept.seen_live(&order.namespace, &order.key));
+        let events = kinds_and_actors(&store, started.id).await;
+        assert_eq!(
+            events[..2],
+            [
+                (EventKind::Claimed, "agent:test/k".to_owned()),
+                (EventKind::Completed, "agent:t".to_owned()),
+            ]
+        );
+        let operations: i64 = sqlx::query_scalar("select count(*) from operations")
+            .fetch_one(&store.0.pool)
+            .await
+            .unwrap();
+        assert_eq!(operations, 1);
+        store.0.close().await;
+    }
+
+    /// What `idem serve` leased is only a hint: when another process gave the operation a
+    /// new lease, a completion with the lease it remembers is refused and writes nothing.
+    #[tokio::test]
+    async fn a_row_another_process_moved_is_not_overwritten_from_memory() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = super::super::kept_members::tests::serving(&db).await;
+        let order = request("billing", "order-1", "refund");
+        let (started, token) = start(&store, &order).await;
+        let other = PostgresStore::open(db.url()).await.unwrap();
+        sqlx::query(
+            "update operations set lease_token = $2, updated_at = clock_timestamp() where id = $1",
+        )
+        .bind(started.id)
+        .bind(taken_over_digest())
+        .execute(&other.pool)
+        .await
+        .unwrap();
+        assert!(store.0.kept().unwrap().leased(started.id).is_some());
+
+        let refused = complete(&store, &order, started.id, &token, "agent:old").await;
+        assert_eq!(refused, Err(ReportRefused::LeaseLost));
+        let stored = store.operation(started.id).await.unwrap().unwrap();
+        assert_eq!(stored.status, OperationStatus::Pending);
+        assert_eq!(kinds_and_actors(&store, started.id).await.len(), 1);
+        other.close().await;
         store.0.close().await;
     }
 

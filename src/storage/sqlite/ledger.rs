@@ -2,7 +2,7 @@
 //! `BEGIN IMMEDIATE`, so a claim's read and write never interleave with another's and no
 //! lock upgrade can deadlock. One process owns the file, so its clock decides time.
 
-use app::domain::{IdempotencyKey, Namespace, OperationStatus};
+use app::domain::{Namespace, OperationStatus};
 use app::ledger::{
     decide_claim, decide_report, Claim, ClaimRequest, Decision, Event, Fresh, Operation, Report,
     ReportRefused, Write,
@@ -195,7 +195,7 @@ impl LedgerBackend for SqliteStore {
     }
 
     /// A claim whose key had no live operation when it was read outside the writer (most likely
-    /// still so), or was not read at all (see [`may_skip_read`]): the new operation is inserted
+    /// still so), or was not read at all (see `LedgerBackend::may_skip_read`): the new operation is inserted
     /// without reading (again), in one list with its events (staged with other such claims,
     /// each statement once for all). The unique index on a key's live operation decides: when the
     /// key is taken, the insert does nothing, nor do the events, and `None` sends the claim back
@@ -214,22 +214,6 @@ impl LedgerBackend for SqliteStore {
         };
         let writer = self.group_commit.clone();
         forget_after(self, async move { writer.write_listed(claim).await }).await
-    }
-
-    /// Whether a claim may be tried as a new key's insert without reading the key first: on the
-    /// store that serves the file, for a key not seen live lately. A new key then costs no
-    /// read at all, and a taken one a list row that does nothing before its read; a key seen
-    /// taken is read first for a while (a storm of duplicates of one key, retries of a replay).
-    fn may_skip_read(&self, request: &ClaimRequest) -> bool {
-        self.kept()
-            .is_some_and(|kept| !kept.seen_live(&request.namespace, &request.key))
-    }
-
-    /// Remembers that a claim found the key live (see [`may_skip_read`]).
-    fn key_taken(&self, namespace: &Namespace, key: &IdempotencyKey) {
-        if let Some(kept) = self.kept() {
-            kept.saw_live(namespace, key);
-        }
     }
 
     /// A completion (or a report of `unknown`) of a pending operation, decided from the row as
