@@ -106,6 +106,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub dashboard_only: bool,
 
+    /// Run only these parts, comma-separated, and write `partial.md` and `partial.json`,
+    /// leaving a full run's files as they are (e.g. `--parts postgres --concurrency 64` for
+    /// PostgreSQL's rows and its open loop alone).
+    #[arg(long, value_delimiter = ',', default_values_t = Part::ALL)]
+    pub parts: Vec<Part>,
+
     /// Leave the dashboard's seeded databases in place and print their URLs, to read their
     /// query plans afterwards; dropping them is then up to you.
     #[arg(long)]
@@ -123,7 +129,53 @@ pub struct BenchArgs {
     pub peers: peers::PeerArgs,
 }
 
+/// A part of a full run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// The floors on no database of idem's: axum hello, the rusqlite floors, pgbench.
+    Floors,
+    /// idem in this process on SQLite: the store floor, then every HTTP scenario.
+    Sqlite,
+    /// idem in this process on PostgreSQL: the store floor, then every HTTP scenario.
+    Postgres,
+    /// One and two `idem serve` processes on PostgreSQL.
+    Processes,
+    /// The dashboard's reads with many operations stored.
+    Dashboard,
+    /// The hydrate bundle's size.
+    Bundle,
+}
+
+impl Part {
+    const ALL: [Part; 6] = [
+        Part::Floors,
+        Part::Sqlite,
+        Part::Postgres,
+        Part::Processes,
+        Part::Dashboard,
+        Part::Bundle,
+    ];
+}
+
+impl std::fmt::Display for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use clap::ValueEnum;
+        let name = self.to_possible_value().expect("no part is skipped");
+        f.write_str(name.get_name())
+    }
+}
+
 impl BenchArgs {
+    /// Whether this run measures `part`.
+    fn runs_part(&self, part: Part) -> bool {
+        self.parts.contains(&part)
+    }
+
+    /// Whether this run measures every part (and so is a full run).
+    fn runs_every_part(&self) -> bool {
+        Part::ALL.iter().all(|&part| self.runs_part(part))
+    }
+
     fn duration(&self) -> Duration {
         Duration::from_secs(self.seconds)
     }
@@ -150,9 +202,18 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         });
     }
     measure_throughput(&args, &mut collected).await?;
-    measure_dashboard(&args, &mut collected).await?;
-    measure_bundle(&args, &mut collected);
-    finish(collected, &args, "latest", |rows, resources| {
+    if args.runs_part(Part::Dashboard) {
+        measure_dashboard(&args, &mut collected).await?;
+    }
+    if args.runs_part(Part::Bundle) {
+        measure_bundle(&args, &mut collected);
+    }
+    let name = if args.runs_every_part() {
+        "latest"
+    } else {
+        "partial"
+    };
+    finish(collected, &args, name, |rows, resources| {
         targets::targets(rows, resources, &PeerRates::default())
     })
 }
@@ -173,36 +234,56 @@ impl Collected {
     }
 }
 
-/// The floors and idem's throughput, on SQLite then PostgreSQL.
+/// The floors and idem's throughput, on SQLite then PostgreSQL, as far as `--parts` asks.
 async fn measure_throughput(args: &BenchArgs, collected: &mut Collected) -> anyhow::Result<()> {
-    collected.rows.extend(throughput::http_floor(args).await?);
-    collected
-        .rows
-        .push(throughput::sequential_sqlite_floor(args).await?);
-    collected
-        .rows
-        .extend(throughput::grouped_sqlite_floor(args).await?);
-    let sqlite = TestDatabase::create(Backend::Sqlite).await;
-    collected
-        .rows
-        .extend(throughput::on_database(Engine::Sqlite, sqlite.url(), args).await?);
-    drop(sqlite);
-    match TestDatabase::postgres_on(&args.postgres_url).await {
-        Ok(postgres) => {
-            // The schema first: pgbench runs on it before idem has opened the database.
-            Database::open(postgres.url()).await?.close().await;
-            let floor = throughput::pgbench_floors(postgres.url(), args).await;
-            match floor {
-                Ok(rows) => collected.rows.extend(rows),
-                Err(why) => collected.skip(format!("floor: pgbench claim+complete: {why}")),
-            }
-            let rows = throughput::on_database(Engine::Postgres, postgres.url(), args).await?;
-            collected.rows.extend(rows);
-            measure_server_processes(postgres.url(), args, collected).await?;
+    if args.runs_part(Part::Floors) {
+        collected.rows.extend(throughput::http_floor(args).await?);
+        collected
+            .rows
+            .push(throughput::sequential_sqlite_floor(args).await?);
+        collected
+            .rows
+            .extend(throughput::grouped_sqlite_floor(args).await?);
+    }
+    if args.runs_part(Part::Sqlite) {
+        let sqlite = TestDatabase::create(Backend::Sqlite).await;
+        collected
+            .rows
+            .extend(throughput::on_database(Engine::Sqlite, sqlite.url(), args).await?);
+    }
+    let on_postgres = [Part::Floors, Part::Postgres, Part::Processes];
+    if on_postgres.iter().any(|&part| args.runs_part(part)) {
+        measure_on_postgres(args, collected).await?;
+    }
+    Ok(())
+}
+
+/// pgbench's floors, idem's rows and the server processes' on one fresh PostgreSQL database,
+/// as far as `--parts` asks.
+async fn measure_on_postgres(args: &BenchArgs, collected: &mut Collected) -> anyhow::Result<()> {
+    let postgres = match TestDatabase::postgres_on(&args.postgres_url).await {
+        Ok(postgres) => postgres,
+        Err(error) => {
+            collected.skip(format!(
+                "PostgreSQL rows: the server is unreachable ({error})"
+            ));
+            return Ok(());
         }
-        Err(error) => collected.skip(format!(
-            "PostgreSQL rows: the server is unreachable ({error})"
-        )),
+    };
+    // The schema first: pgbench runs on it before idem has opened the database.
+    Database::open(postgres.url()).await?.close().await;
+    if args.runs_part(Part::Floors) {
+        match throughput::pgbench_floors(postgres.url(), args).await {
+            Ok(rows) => collected.rows.extend(rows),
+            Err(why) => collected.skip(format!("floor: pgbench claim+complete: {why}")),
+        }
+    }
+    if args.runs_part(Part::Postgres) {
+        let rows = throughput::on_database(Engine::Postgres, postgres.url(), args).await?;
+        collected.rows.extend(rows);
+    }
+    if args.runs_part(Part::Processes) {
+        measure_server_processes(postgres.url(), args, collected).await?;
     }
     Ok(())
 }

@@ -195,3 +195,20 @@ async fn replays_driven_by_wrk_ask_for_the_prepared_keys_and_nothing_else() {
         "{strangers:?}"
     );
 }
+
+#[test]
+fn a_run_of_some_parts_is_partial_and_a_plain_run_is_full() {
+    use super::{Cli, Part};
+    use clap::Parser;
+    let plain = Cli::try_parse_from(["idem-bench"])
+        .expect("no options")
+        .args;
+    assert!(plain.runs_every_part());
+    let some = Cli::try_parse_from(["idem-bench", "--parts", "postgres,processes"])
+        .expect("two parts")
+        .args;
+    assert_eq!(some.parts, [Part::Postgres, Part::Processes]);
+    assert!(some.runs_part(Part::Postgres) && !some.runs_part(Part::Sqlite));
+    assert!(!some.runs_every_part());
+    assert!(Cli::try_parse_from(["idem-bench", "--parts", "everything"]).is_err());
+}
