@@ -392,6 +392,19 @@ async fn hold_due_reconciliations<DB: Dialect>(
     Ok(taken)
 }
 
+/// Pending operations whose lease ran out before `$1`, of the effects that cannot be retried
+/// blindly, the earliest first, at most `$2`: read through `operations_leases_due`, as far
+/// as the leases that ran out (the condition is the index's word for word).
+pub(crate) fn due_leases_sql<D: Dialect>() -> String {
+    format!(
+        "select {OPERATION_COLUMNS} from operations \
+         where status = 'pending' and lease_expires_at < $1 \
+           and effect in ('non_idempotent_write', 'irreversible') \
+         order by lease_expires_at limit $2{}",
+        D::SKIP_LOCKED
+    )
+}
+
 /// Marks unknown up to `limit` pending operations whose lease ran out (see
 /// `LedgerStore::expire_leases`); answers how many, with the changes to publish.
 async fn expire_due_leases<B: LedgerBackend>(
@@ -399,14 +412,7 @@ async fn expire_due_leases<B: LedgerBackend>(
     limit: u32,
 ) -> Result<(usize, Vec<OperationChange>), StoreError> {
     let now = B::Db::now(tx).await?;
-    let sql = format!(
-        "select {OPERATION_COLUMNS} from operations \
-         where status = 'pending' and lease_expires_at < $1 \
-           and effect in ('non_idempotent_write', 'irreversible') \
-         order by lease_expires_at limit $2{}",
-        B::Db::SKIP_LOCKED
-    );
-    let rows: Vec<OperationRow> = B::Db::query_as(&sql)
+    let rows: Vec<OperationRow> = B::Db::query_as(&due_leases_sql::<B::Db>())
         .param(now)
         .param(i64::from(limit))
         .rows(&mut *tx)

@@ -4,6 +4,7 @@
 mod approvals;
 mod audit;
 mod changes;
+mod due;
 mod hot_path;
 mod identity;
 pub(crate) mod ledger;

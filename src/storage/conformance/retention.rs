@@ -163,7 +163,11 @@ async fn expired_settled_operations_go_with_their_events_once_folded(
 
 /// PostgreSQL's plan of `statement` for any parameters (the plan a prepared statement
 /// settles on), with these arguments.
-async fn postgres_generic_plan(db: &TestDatabase, statement: &str, arguments: &str) -> String {
+pub(super) async fn postgres_generic_plan(
+    db: &TestDatabase,
+    statement: &str,
+    arguments: &str,
+) -> String {
     let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
     let mut conn = pool.acquire().await.unwrap();
     let setup =
