@@ -7,6 +7,7 @@ use app::ledger::{Claim, LedgerStore, Verdict};
 use super::conformance;
 use super::ledger::{fresh, request, start};
 use super::metrics::run;
+use super::sqlite_plan;
 use crate::storage::ledger_sql::count_awaiting_approval;
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;
@@ -61,20 +62,4 @@ async fn the_waiting_count_counts_requests_until_a_person_decides(
             "the count reads the partial index: {plan}"
         );
     }
-}
-
-/// SQLite's plan for a statement, its steps joined.
-pub(super) async fn sqlite_plan(db: &TestDatabase, statement: &str) -> String {
-    let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
-    let steps: Vec<(i64, i64, i64, String)> =
-        sqlx::query_as(&format!("explain query plan {statement}"))
-            .fetch_all(&pool)
-            .await
-            .unwrap();
-    pool.close().await;
-    steps
-        .into_iter()
-        .map(|(_, _, _, detail)| detail)
-        .collect::<Vec<_>>()
-        .join("; ")
 }

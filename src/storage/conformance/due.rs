@@ -1,10 +1,9 @@
 //! Background rounds find what is due through indexes of their own, never through every
 //! operation of a status: they run every second, under load, and on SQLite inside its writer.
 
-use super::approvals::sqlite_plan;
 use super::conformance;
 use super::metrics::run;
-use super::retention::postgres_generic_plan;
+use super::{postgres_generic_plan, sqlite_plan};
 use crate::storage::ledger_sql::due_leases_sql;
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::Database;

@@ -11,8 +11,8 @@ use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::approvals::sqlite_plan;
 use super::ledger::{fresh, request, start};
+use super::sqlite_plan;
 use super::{conformance, on_connection, sql, OnConnection};
 use crate::storage::dialect::{Bind, Dialect, Run};
 use crate::storage::metrics_sql::{folded_counts, folded_counts_sql, GAUGES, TOOL_GAUGES};

@@ -86,3 +86,40 @@ async fn sql(backend: Backend, db: &TestDatabase, sql: &str) -> Option<i64> {
 pub(crate) async fn sql_at(backend: Backend, db: &TestDatabase, sql: &str, at: DateTime<Utc>) {
     on_connection(backend, db, Statement { sql, times: &[at] }).await;
 }
+
+/// SQLite's plan for a statement, its steps joined.
+async fn sqlite_plan(db: &TestDatabase, statement: &str) -> String {
+    let pool = sqlx::SqlitePool::connect(db.url()).await.unwrap();
+    let steps: Vec<(i64, i64, i64, String)> =
+        sqlx::query_as(&format!("explain query plan {statement}"))
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    steps
+        .into_iter()
+        .map(|(_, _, _, detail)| detail)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// PostgreSQL's plan of `statement` for any parameters (the plan a prepared statement
+/// settles on), with these arguments.
+async fn postgres_generic_plan(db: &TestDatabase, statement: &str, arguments: &str) -> String {
+    let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    let setup =
+        format!("set plan_cache_mode = force_generic_plan; prepare candidates as {statement}");
+    sqlx::raw_sql(&setup).execute(&mut *conn).await.unwrap();
+    let steps: Vec<(String,)> = sqlx::query_as(&format!("explain execute candidates{arguments}"))
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    pool.close().await;
+    steps
+        .into_iter()
+        .map(|(step,)| step)
+        .collect::<Vec<_>>()
+        .join("\n")
+}

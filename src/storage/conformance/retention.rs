@@ -9,11 +9,10 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::approvals::sqlite_plan;
 use super::conformance;
 use super::ledger::{request, start};
 use super::metrics::run;
-use super::{sql, sql_at};
+use super::{postgres_generic_plan, sql, sql_at, sqlite_plan};
 use crate::storage::retention_sql::CANDIDATES;
 use crate::storage::testing::{Backend, TestDatabase};
 use crate::storage::unknown_spans_sql;
@@ -159,31 +158,6 @@ async fn expired_settled_operations_go_with_their_events_once_folded(
             "each candidate's events are looked up, never joined as a whole: {plan}"
         );
     }
-}
-
-/// PostgreSQL's plan of `statement` for any parameters (the plan a prepared statement
-/// settles on), with these arguments.
-pub(super) async fn postgres_generic_plan(
-    db: &TestDatabase,
-    statement: &str,
-    arguments: &str,
-) -> String {
-    let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
-    let mut conn = pool.acquire().await.unwrap();
-    let setup =
-        format!("set plan_cache_mode = force_generic_plan; prepare candidates as {statement}");
-    sqlx::raw_sql(&setup).execute(&mut *conn).await.unwrap();
-    let steps: Vec<(String,)> = sqlx::query_as(&format!("explain execute candidates{arguments}"))
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap();
-    drop(conn);
-    pool.close().await;
-    steps
-        .into_iter()
-        .map(|(step,)| step)
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The stuck unknowns of each bucket of the last 24 hours, of `namespace` or of all.

@@ -265,10 +265,10 @@ impl LedgerBackend for PostgresStore {
     }
 
     /// A claim whose key had no live operation when it was read (at `read_at`, the database's
-    /// time), or was not read (see `LedgerBackend::may_skip_read`; decided at `KeptRows::decision_time`):
-    /// the new operation and its events are written outside a transaction, by one
-    /// statement with the changes that arrive with it (`group_commit`), instead of four round
-    /// trips (begin, locked read, write, commit) each. The unique index on a key's live
+    /// time), or was not read (see `LedgerBackend::may_skip_read`; decided at
+    /// `KeptRows::decision_time`): the new operation and its events are written outside a
+    /// transaction, by one statement with the changes that arrive with it (`group_commit`),
+    /// instead of four round trips (begin, locked read, write, commit) each. The unique index on a key's live
     /// operation decides: when another claim took the key in between (in this process or
     /// another, in this batch or another), nothing is written, and `None` sends the claim back
     /// to be decided from a locked read.

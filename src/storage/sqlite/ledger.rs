@@ -195,9 +195,9 @@ impl LedgerBackend for SqliteStore {
     }
 
     /// A claim whose key had no live operation when it was read outside the writer (most likely
-    /// still so), or was not read at all (see `LedgerBackend::may_skip_read`): the new operation is inserted
-    /// without reading (again), in one list with its events (staged with other such claims,
-    /// each statement once for all). The unique index on a key's live operation decides: when the
+    /// still so), or was not read at all (see `LedgerBackend::may_skip_read`): the new
+    /// operation is inserted without reading (again), in one list with its events (staged with
+    /// other such claims, each statement once for all). The unique index on a key's live operation decides: when the
     /// key is taken, the insert does nothing, nor do the events, and `None` sends the claim back
     /// to be decided from a read. It is decided at the process's clock as it is sent to the
     /// writer.
