@@ -206,6 +206,14 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: Db) {
             .any(|line| line.contains("created the first user")),
         "the log says the first admin was made: {printed:?}"
     );
+    let warned = printed
+        .iter()
+        .any(|line| line.contains("autovacuum is off"));
+    assert_eq!(
+        warned,
+        autovacuum_off(db, database.url()).await,
+        "the log warns when PostgreSQL's autovacuum is off, and only then: {printed:?}"
+    );
     let mut out = BufReader::new(server.stdout.take().unwrap()).lines();
     let announced = out.next().unwrap().unwrap();
     let prefix = format!("first start: sign in at http://{address}/login as admin with password ");
@@ -240,6 +248,23 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: Db) {
         rest.iter().any(|line| line.contains("idem stopped")),
         "{rest:?}"
     );
+}
+
+/// Whether the database is a PostgreSQL whose server runs without autovacuum (or without
+/// the counts it goes by).
+async fn autovacuum_off(db: Db, database_url: &str) -> bool {
+    if db == Db::Sqlite {
+        return false;
+    }
+    let pool = sqlx::PgPool::connect(database_url).await.unwrap();
+    let off: bool = sqlx::query_scalar(
+        "select current_setting('autovacuum') = 'off' or current_setting('track_counts') = 'off'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    off
 }
 
 async fn users_are_disabled_enabled_re_roled_and_deleted_by_username(db: Db) {

@@ -22,6 +22,7 @@ mod group_commit;
 mod group_read;
 mod kept_members;
 mod ledger;
+mod vacuum;
 
 /// The channel operation changes are notified on.
 const CHANGES_CHANNEL: &str = "idem_operations";
@@ -99,12 +100,17 @@ impl PostgresStore {
         })
     }
 
-    /// Brings the schema up to date; then a serving store joins the members.
+    /// Brings the schema up to date; then a serving store warns if autovacuum is kept
+    /// away from the tables, and joins the members.
     pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
         sqlx::migrate!("migrations/postgres")
             .run(&self.pool)
             .await?;
         if let Some(membership) = &self.membership {
+            match vacuum::Neglect::read(&self.pool).await {
+                Ok(neglect) => neglect.warn(),
+                Err(error) => tracing::warn!(%error, "could not read the autovacuum settings"),
+            }
             if membership.start_beating() {
                 tokio::spawn(beat(membership.clone(), self.pool.clone()));
             }
