@@ -206,14 +206,6 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: Db) {
             .any(|line| line.contains("created the first user")),
         "the log says the first admin was made: {printed:?}"
     );
-    let warned = printed
-        .iter()
-        .any(|line| line.contains("autovacuum is off"));
-    assert_eq!(
-        warned,
-        autovacuum_off(db, database.url()).await,
-        "the log warns when PostgreSQL's autovacuum is off, and only then: {printed:?}"
-    );
     let mut out = BufReader::new(server.stdout.take().unwrap()).lines();
     let announced = out.next().unwrap().unwrap();
     let prefix = format!("first start: sign in at http://{address}/login as admin with password ");
@@ -247,6 +239,16 @@ async fn serve_answers_and_stops_cleanly_on_sigterm(db: Db) {
     assert!(
         rest.iter().any(|line| line.contains("idem stopped")),
         "{rest:?}"
+    );
+
+    // Checked once the server has stopped, so that a failure leaves no server behind.
+    let warned = printed
+        .iter()
+        .any(|line| line.contains("autovacuum is off"));
+    assert_eq!(
+        warned,
+        autovacuum_off(db, database.url()).await,
+        "the log warns when PostgreSQL's autovacuum is off, and only then: {printed:?}"
     );
 }
 
