@@ -6,7 +6,7 @@
 use sqlx::postgres::PgPool;
 
 /// What keeps autovacuum away from idem's tables, read from the database.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) struct Neglect {
     /// The server's settings that turn autovacuum off for every table (`autovacuum`, or
     /// `track_counts`, without which it never learns that a table needs it).
