@@ -86,11 +86,16 @@ impl SqliteStore {
             .foreign_keys(true);
         // sqlx pings a pooled connection before lending it, by default: a trip to its
         // thread that can only matter for a server across a network, not for a file.
+        // The writer's temporary data (statement journals, the value lists of a batch's
+        // statements) stays in memory: by SQLite's default it spills to files that the writer
+        // creates, writes and unlinks in /var/tmp for most batches under load. Readers keep
+        // the default, so that a large sort for a report can still spill to disk.
+        let writer_options = options.clone().pragma("temp_store", "memory");
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
             .test_before_acquire(false)
-            .connect_with(options.clone())
+            .connect_with(writer_options)
             .await
             .map_err(OpenError::Connect)?;
         let reader = SqlitePoolOptions::new()
@@ -212,5 +217,23 @@ mod tests {
         drop(serving);
         let next = SqliteStore::open_to_serve(db.url()).await.unwrap();
         next.close().await;
+    }
+
+    /// The writer keeps SQLite's temporary data in memory (`temp_store = 2`); readers keep
+    /// the default (0: as SQLite was built, files), so a large sort may still spill.
+    #[tokio::test]
+    async fn the_writer_keeps_temporary_data_in_memory() {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let store = SqliteStore::open(db.url()).await.unwrap();
+        let temp_store = |pool| async move {
+            let setting: i64 = sqlx::query_scalar("pragma temp_store")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            setting
+        };
+        assert_eq!(temp_store(store.writer()).await, 2, "memory");
+        assert_eq!(temp_store(store.reader()).await, 0, "the default");
+        store.close().await;
     }
 }
