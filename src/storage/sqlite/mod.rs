@@ -120,12 +120,28 @@ impl SqliteStore {
     }
 
     pub(super) async fn migrate(&self) -> Result<(), sqlx::migrate::MigrateError> {
-        sqlx::migrate!("migrations/sqlite")
-            .run(&self.writer)
-            .await?;
+        // A migration may build an index over every row: its sort may spill to disk, where
+        // the writer's batches keep their temporary data in memory.
+        self.keep_writer_temporary_data_in_memory(false).await?;
+        let migrated = sqlx::migrate!("migrations/sqlite").run(&self.writer).await;
+        self.keep_writer_temporary_data_in_memory(true).await?;
+        migrated?;
         self.hash_lease_tokens_in_clear()
             .await
             .map_err(sqlx::migrate::MigrateError::Execute)
+    }
+
+    /// Keeps the writer's temporary data in memory, or where SQLite's default puts it.
+    async fn keep_writer_temporary_data_in_memory(
+        &self,
+        in_memory: bool,
+    ) -> Result<(), sqlx::Error> {
+        let sql = if in_memory {
+            "pragma temp_store = memory"
+        } else {
+            "pragma temp_store = default"
+        };
+        sqlx::query(sql).execute(&self.writer).await.map(drop)
     }
 
     /// Replaces the lease tokens stored in clear (before the ledger stored digests) by their
@@ -219,12 +235,14 @@ mod tests {
         next.close().await;
     }
 
-    /// The writer keeps SQLite's temporary data in memory (`temp_store = 2`); readers keep
-    /// the default (0: as SQLite was built, files), so a large sort may still spill.
+    /// The writer keeps SQLite's temporary data in memory (`temp_store = 2`), also once a
+    /// migration (which may spill) is done; readers keep the default (0: as SQLite was built,
+    /// files), so a large sort may still spill.
     #[tokio::test]
     async fn the_writer_keeps_temporary_data_in_memory() {
         let db = TestDatabase::create(Backend::Sqlite).await;
         let store = SqliteStore::open(db.url()).await.unwrap();
+        store.migrate().await.unwrap();
         let temp_store = |pool| async move {
             let setting: i64 = sqlx::query_scalar("pragma temp_store")
                 .fetch_one(pool)
