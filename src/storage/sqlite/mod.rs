@@ -84,13 +84,13 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(5))
             .foreign_keys(true);
-        // sqlx pings a pooled connection before lending it, by default: a trip to its
-        // thread that can only matter for a server across a network, not for a file.
         // The writer's temporary data (statement journals, the value lists of a batch's
         // statements) stays in memory: by SQLite's default it spills to files that the writer
         // creates, writes and unlinks in /var/tmp for most batches under load. Readers keep
         // the default, so that a large sort for a report can still spill to disk.
         let writer_options = options.clone().pragma("temp_store", "memory");
+        // sqlx pings a pooled connection before lending it, by default: a trip to its
+        // thread that can only matter for a server across a network, not for a file.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
