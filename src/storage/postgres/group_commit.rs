@@ -6,7 +6,8 @@
 //! claims' operations (`on conflict do nothing`: a key taken, by this batch or another
 //! process, holds back that claim alone), update the reported operations guarded by what
 //! each report read, and insert the events of exactly the changes that applied; it answers
-//! which ones did. A caller hears of its change only after the statement committed, so
+//! which ones did. Its rows come as arrays of columns (see `columns`), so every batch runs
+//! the same statement, prepared once per connection. A caller hears of its change only after the statement committed, so
 //! every acknowledgement is durable (`synchronous_commit` stays on).
 //!
 //! Two batches run at once (`IN_FLIGHT`); the changes arriving meanwhile queue and become
@@ -21,33 +22,36 @@ use app::ledger::{Event, Operation};
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
-use sqlx::postgres::PgPool;
-use sqlx::types::Json;
-use sqlx::{Postgres, QueryBuilder};
+use sqlx::postgres::{PgConnectOptions, PgPool};
+use sqlx::Row;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use super::batches::{self, Limits};
-use crate::storage::ledger_sql::{push_operation_row, push_updated_values};
-use crate::storage::operation_rows::{to_text, UpdatedValues, CREATED_COLUMNS, UPDATED_COLUMNS};
-use crate::storage::push_sql::PushSql;
+use super::columns::{
+    place, placeholders, CreatedColumns, EventColumns, Statement, UpdatedColumns,
+};
+use crate::storage::operation_rows::{
+    to_text, CreatedValues, UpdatedValues, CREATED_COLUMNS, UPDATED_COLUMNS,
+};
 use crate::storage::store_error;
 
 /// The most changes written by one statement: bounds how long the last of a batch waits
 /// for the others.
 const MAX_BATCH: usize = 128;
 
-/// The most values one statement binds (PostgreSQL takes 65,535): a claim binds 30 and
-/// each event 7, so only changes with many events make a batch end before `MAX_BATCH`.
-const MAX_BINDS: usize = 32_000;
+/// The most rows (operations and events) one statement writes: bounds its size, one
+/// message to PostgreSQL, so only changes with many events make a batch end before
+/// `MAX_BATCH`.
+const MAX_ROWS: usize = 4_096;
 
 /// How many batches may be written at once. Fewer make bigger batches, and so less work
 /// for PostgreSQL per change; more than one keeps a batch that waits for a row lock (another
 /// process's change of the same key) from holding up every other change of this process.
-const IN_FLIGHT: usize = 2;
+pub(super) const IN_FLIGHT: usize = 2;
 
 /// A change that is only rows to write, applying or not on its own.
 pub(super) enum RowChange {
@@ -73,13 +77,9 @@ pub(super) struct Listed {
 }
 
 impl Listed {
-    /// How many values its rows bind.
-    fn binds(&self) -> usize {
-        let row = match self.change {
-            RowChange::NewKeyClaim(_) => 30,
-            RowChange::UnchangedUpdate(_) => 21,
-        };
-        row + 7 * self.events.len()
+    /// How many rows it writes: its operation's and its events'.
+    fn rows(&self) -> usize {
+        1 + self.events.len()
     }
 }
 
@@ -141,13 +141,30 @@ fn stopped() -> StoreError {
     StoreError::Unavailable("the PostgreSQL group commit has stopped".into())
 }
 
+/// The group commit's statement is one text for every batch (see `columns`), so its
+/// connections plan it once each (a generic plan) instead of at every run, where PostgreSQL
+/// spent more time planning it than running it. That one plan may be made while the table is
+/// empty and then serve it at a million rows, so these connections also rule out what a
+/// planner without statistics may prefer on a small table and what would then read every
+/// row of a big one at each batch: a sequential scan, a hash or a merge join. What is left
+/// probes indexes, whichever it picks (the update's rows by id, the events' operations by
+/// primary key).
+pub(super) fn connect_options(options: PgConnectOptions) -> PgConnectOptions {
+    options.options([
+        ("plan_cache_mode", "force_generic_plan"),
+        ("enable_seqscan", "off"),
+        ("enable_hashjoin", "off"),
+        ("enable_mergejoin", "off"),
+    ])
+}
+
 /// Writes what queued on `jobs` in batches, until every handle is gone.
 async fn gather(pool: PgPool, jobs: mpsc::UnboundedReceiver<Job>, counts: Arc<Counts>) {
     let limits = Limits {
         in_flight: IN_FLIGHT,
         max_jobs: MAX_BATCH,
-        max_weight: MAX_BINDS,
-        weight: |job: &Job| job.listed.binds(),
+        max_weight: MAX_ROWS,
+        weight: |job: &Job| job.listed.rows(),
     };
     batches::gather(jobs, limits, move |batch| {
         let (pool, counts) = (pool.clone(), counts.clone());
@@ -197,13 +214,11 @@ fn refused_whole(error: &sqlx::Error) -> bool {
 
 /// Runs a batch's statement; the positions in `batch` of the changes that applied.
 async fn write_batch(pool: &PgPool, batch: &[&Listed]) -> Result<HashSet<usize>, sqlx::Error> {
-    let mut sql = QueryBuilder::<Postgres>::new("with ");
-    push_batch(&mut sql, batch);
-    let applied: Vec<(Option<Uuid>, Option<i32>)> = sql
-        .build_query_as()
-        .persistent(batch.len() == 1)
-        .fetch_all(pool)
-        .await?;
+    let rows = bind_batch(batch).fetch_all(pool).await?;
+    let applied = rows
+        .iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .collect::<Result<Vec<(Option<Uuid>, Option<i32>)>, sqlx::Error>>()?;
     let claimed: HashSet<Uuid> = applied.iter().filter_map(|(id, _)| *id).collect();
     let updated = applied.iter().filter_map(|(_, n)| *n).map(|n| n as usize);
     let claims = batch
@@ -216,137 +231,105 @@ async fn write_batch(pool: &PgPool, batch: &[&Listed]) -> Result<HashSet<usize>,
     Ok(claims.chain(updated).collect())
 }
 
-/// The batch's statement after `with `: its claims, its updates, the events of those that
-/// applied, and which applied: a claim by its operation's id, an update by its place in
-/// `batch` (two reports of one operation may meet in a batch; one of them applies).
-/// Claims come sorted by key and updates by id, so that two batches that touch the same
-/// rows take their locks in one order.
-fn push_batch<'a>(sql: &mut QueryBuilder<'a, Postgres>, batch: &[&'a Listed]) {
-    let mut claims: Vec<&Operation> = Vec::new();
-    let mut updates: Vec<(usize, &Unchanged)> = Vec::new();
+/// The batch's statement with its rows bound as columns: its claims, its updates (each with
+/// its place in `batch`, and what its decision read) and the events of all its changes.
+fn bind_batch<'a>(batch: &[&'a Listed]) -> Statement<'a> {
+    let (mut claims, mut updates, mut events) = (
+        (CreatedColumns::default(), UpdatedColumns::default()),
+        (ReadColumns::default(), UpdatedColumns::default()),
+        EventColumns::default(),
+    );
     for (n, listed) in batch.iter().enumerate() {
         match &listed.change {
-            RowChange::NewKeyClaim(operation) => claims.push(operation),
-            RowChange::UnchangedUpdate(unchanged) => updates.push((n, unchanged)),
+            RowChange::NewKeyClaim(operation) => {
+                claims.0.push(CreatedValues::from(operation));
+                claims.1.push(UpdatedValues::from(operation));
+            }
+            RowChange::UnchangedUpdate(unchanged) => {
+                updates.0.push(n, unchanged);
+                updates.1.push(UpdatedValues::from(&unchanged.after));
+            }
+        }
+        for event in &listed.events {
+            events.push(n, event);
         }
     }
-    claims.sort_by(|a, b| (&a.namespace, &a.key).cmp(&(&b.namespace, &b.key)));
-    updates.sort_by_key(|(_, unchanged)| unchanged.after.id);
-    let mut applied = Vec::new();
-    let mut filter = Vec::new();
-    if !claims.is_empty() {
-        push_claims(sql, &claims);
-        applied.push("select id, null::integer from claimed");
-        filter.push("e.operation_id in (select id from claimed)");
-    }
-    if !updates.is_empty() {
-        if !claims.is_empty() {
-            sql.push(", ");
-        }
-        push_updates(sql, &updates);
-        applied.push("select null::uuid, n from updated");
-        filter.push("e.n in (select n from updated)");
-    }
-    push_events(sql, batch, &filter.join(" or "));
-    sql.push(" ").push(applied.join(" union all "));
+    let statement = sqlx::query(&BATCH_STATEMENT);
+    let statement = claims.1.bind(claims.0.bind(statement));
+    let statement = updates.1.bind(updates.0.bind(statement));
+    events.bind(statement)
 }
 
-/// `claims (…) as (values …), claimed as (insert … on conflict do nothing returning id)`.
-fn push_claims<'a>(sql: &mut QueryBuilder<'a, Postgres>, claims: &[&Operation]) {
-    sql.push(format_args!(
-        "claims ({CREATED_COLUMNS}, {UPDATED_COLUMNS}) as (values "
-    ));
-    for (i, operation) in claims.iter().enumerate() {
-        if i > 0 {
-            sql.push(", ");
-        }
-        push_operation_row(sql, operation);
-    }
-    sql.push(format_args!(
-        "), claimed as (insert into operations ({CREATED_COLUMNS}, {UPDATED_COLUMNS}) \
-         select {CREATED_COLUMNS}, {UPDATED_COLUMNS} from claims \
-         on conflict do nothing returning id)"
-    ));
+/// What an update's decision read of its row, and the update's place in the batch.
+#[derive(Default)]
+struct ReadColumns {
+    n: Vec<i32>,
+    id: Vec<Uuid>,
+    status: Vec<String>,
+    lease_token: Vec<String>,
+    updated_at: Vec<DateTime<Utc>>,
 }
 
-/// `updates (n, id, read_status, read_lease, read_updated_at, …) as (values …), updated as
-/// (update … from updates where <the row is as read> returning n)`.
-fn push_updates(sql: &mut QueryBuilder<'_, Postgres>, updates: &[(usize, &Unchanged)]) {
-    sql.push(format_args!(
-        "updates (n, id, read_status, read_lease, read_updated_at, {UPDATED_COLUMNS}) as (values "
-    ));
-    for (i, (n, unchanged)) in updates.iter().enumerate() {
-        let Unchanged {
-            after,
-            expected_status,
-            lease_token,
-            read_updated_at,
-        } = unchanged;
-        if i > 0 {
-            sql.push(", ");
-        }
-        sql.push("(");
-        PushSql::commas(sql)
-            .push_bind(*n as i32)
-            .push_bind(after.id)
-            .push_bind(to_text(expected_status))
-            .push_bind(lease_token.clone())
-            .push_bind(*read_updated_at);
-        sql.push(", ");
-        push_updated_values(sql, UpdatedValues::from(after));
-        sql.push(")");
+impl ReadColumns {
+    const COUNT: usize = 5;
+
+    fn push(&mut self, n: usize, unchanged: &Unchanged) {
+        self.n.push(place(n));
+        self.id.push(unchanged.after.id);
+        self.status.push(to_text(&unchanged.expected_status));
+        self.lease_token.push(unchanged.lease_token.clone());
+        self.updated_at.push(unchanged.read_updated_at);
     }
+
+    fn bind(self, statement: Statement<'_>) -> Statement<'_> {
+        statement
+            .bind(self.n)
+            .bind(self.id)
+            .bind(self.status)
+            .bind(self.lease_token)
+            .bind(self.updated_at)
+    }
+}
+
+/// The one statement of every batch. Its data-modifying `with` parts insert the claims'
+/// operations (a key taken holds back that claim alone), update the reported operations
+/// guarded by what each report read, and insert the events of exactly the changes that
+/// applied; it answers which did: a claim by its operation's id, an update by its place in
+/// the batch (two reports of one operation may meet in a batch; one of them applies).
+static BATCH_STATEMENT: LazyLock<String> = LazyLock::new(|| {
+    let next = &mut 1;
+    let claims = placeholders(next, CreatedColumns::COUNT + UpdatedColumns::COUNT);
+    let updates = placeholders(next, ReadColumns::COUNT + UpdatedColumns::COUNT);
+    let events = placeholders(next, EventColumns::COUNT);
     let new_values: Vec<String> = UPDATED_COLUMNS
         .split(", ")
         .map(|column| format!("updates.{column}"))
         .collect();
-    sql.push(format_args!(
-        "), updated as (update operations set ({UPDATED_COLUMNS}) = ({}) from updates \
+    let new_values = new_values.join(", ");
+    format!(
+        "with claimed as (insert into operations ({CREATED_COLUMNS}, {UPDATED_COLUMNS}) \
+         select * from unnest({claims}) on conflict do nothing returning id), \
+         updates (n, id, read_status, read_lease, read_updated_at, {UPDATED_COLUMNS}) as \
+         (select * from unnest({updates})), \
+         updated as (update operations set ({UPDATED_COLUMNS}) = ({new_values}) from updates \
          where operations.id = updates.id and operations.status = updates.read_status \
          and operations.lease_token = updates.read_lease \
-         and operations.updated_at = updates.read_updated_at returning updates.n)",
-        new_values.join(", ")
-    ));
-}
-
-/// `, events as (insert into operation_events …)`: the events of the changes that pass
-/// `filter` (those that applied), in the batch's order; nothing when it has no events.
-fn push_events<'a>(sql: &mut QueryBuilder<'a, Postgres>, batch: &[&'a Listed], filter: &str) {
-    let events = batch
-        .iter()
-        .enumerate()
-        .flat_map(|(n, listed)| listed.events.iter().map(move |event| (n, event)));
-    for (i, (n, event)) in events.enumerate() {
-        sql.push(match i {
-            0 => {
-                ", events as (insert into operation_events (operation_id, at, kind, actor, detail) \
-                  select operation_id, at, kind, actor, detail from (values ("
-            }
-            _ => ", (",
-        });
-        PushSql::commas(sql)
-            .push_bind(i as i32)
-            .push_bind(n as i32)
-            .push_bind(event.operation_id)
-            .push_bind(event.at)
-            .push_bind(event.kind.as_str())
-            .push_bind(event.actor.as_str())
-            .push_bind(Json(&event.detail));
-        sql.push(")");
-    }
-    if batch.iter().any(|listed| !listed.events.is_empty()) {
-        sql.push(format_args!(
-            ") as e (i, n, operation_id, at, kind, actor, detail) where {filter} order by i)"
-        ));
-    }
-}
+         and operations.updated_at = updates.read_updated_at returning updates.n), \
+         events as (insert into operation_events (operation_id, at, kind, actor, detail) \
+         select operation_id, at, kind, actor, detail \
+         from unnest({events}) as e (i, n, operation_id, at, kind, actor, detail) \
+         where e.operation_id in (select id from claimed) or e.n in (select n from updated) \
+         order by i) \
+         select id, null::integer from claimed union all select null::uuid, n from updated"
+    )
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::storage::backend::SqlBackend as _;
     use crate::storage::conformance::ledger::{fresh, late_completion, request, start};
-    use crate::storage::postgres::tests::migrated;
+    use crate::storage::postgres::tests::{migrated, one_connection};
     use crate::storage::testing::{Backend, TestDatabase};
     use app::ledger::{decide_claim, Decision, Write};
     use futures_util::future::join_all;
@@ -437,7 +420,7 @@ mod tests {
         store.0.close().await;
     }
 
-    /// Changes whose values pass PostgreSQL's limit of binds in one statement (65,535) are
+    /// Changes with more rows than one statement writes (`MAX_ROWS`) are
     /// split over several batches, and every one of them applies with all its events.
     #[tokio::test]
     async fn changes_too_many_for_one_statement_are_split_over_batches() {
@@ -450,7 +433,7 @@ mod tests {
             listed
         };
         let listed: Vec<Listed> = (0..50).map(|i| many_events(&format!("k-{i}"))).collect();
-        assert!(listed.iter().map(Listed::binds).sum::<usize>() > usize::from(u16::MAX));
+        assert!(listed.iter().map(Listed::rows).sum::<usize>() > MAX_ROWS);
         let commits = group.commits();
 
         let applied = join_all(listed.into_iter().map(|l| group.write(l))).await;
@@ -578,6 +561,44 @@ mod tests {
         store.0.close().await;
     }
 
+    /// The batch's statement, planned once per connection, maybe while the table is still
+    /// empty (a new database), probes indexes only: its plan scans no table and joins by
+    /// neither hashing nor merging (see `connect_options`).
+    #[tokio::test]
+    async fn the_batch_s_plan_made_on_an_empty_table_probes_indexes() {
+        let db = TestDatabase::create(Backend::Postgres).await;
+        let store = migrated(&db).await;
+        let (before, token) = start(&store, &request("billing", "order-1", "refund")).await;
+        let pool = one_connection(&db, connect_options).await;
+        let group = GroupCommit::start(pool.clone());
+        let report = unchanged_update(&before, &late_completion(&before, &token, "agent:a"));
+
+        let (claimed, reported) =
+            tokio::join!(group.write(new_key_claim("order-2")), group.write(report));
+
+        assert!(claimed.unwrap() && reported.unwrap());
+        let (name, parameters): (String, i32) = sqlx::query_as(
+            "select name, cardinality(parameter_types) from pg_prepared_statements \
+             where statement = $1",
+        )
+        .bind(BATCH_STATEMENT.as_str())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        let nulls = vec!["null"; parameters as usize].join(", ");
+        let plan: Vec<String> = sqlx::query_scalar(&format!("explain execute {name}({nulls})"))
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        let plan = plan.join("\n");
+        assert!(plan.contains("Index Scan"), "{plan}");
+        for step in ["Seq Scan", "Hash Join", "Merge Join"] {
+            assert!(!plan.contains(step), "{plan}");
+        }
+        pool.close().await;
+        store.0.close().await;
+    }
+
     /// Terminates the backend running a batch's statement once it waits for a lock; whether
     /// it found one within a few seconds.
     async fn kill_blocked_batch(pool: &PgPool) -> bool {
@@ -585,7 +606,7 @@ mod tests {
             let killed: Option<bool> = sqlx::query_scalar(
                 "select pg_terminate_backend(pid) from pg_stat_activity \
                  where datname = current_database() and wait_event_type = 'Lock' \
-                 and query like 'with claims%'",
+                 and query like 'with claimed%'",
             )
             .fetch_optional(pool)
             .await

@@ -18,6 +18,7 @@ use kept_members::{Membership, BEAT, FENCES_CHANNEL};
 
 mod announcer;
 mod batches;
+mod columns;
 mod group_commit;
 mod group_read;
 mod kept_members;
@@ -31,6 +32,10 @@ const CHANGES_CHANNEL: &str = "idem_operations";
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// The group commit's connections (see `group_commit::connect_options`).
+    commit_pool: PgPool,
+    /// The group read's connections (see `group_read::connect_options`).
+    read_pool: PgPool,
     written_behind: WrittenBehind,
     changes: Changes,
     /// Tells every process (this one too) of the changes this one commits.
@@ -68,9 +73,16 @@ impl PostgresStore {
             // While the database is down, requests wait this long for a connection before
             // they are answered 503; a healthy pool hands one out in milliseconds.
             .acquire_timeout(Duration::from_secs(5))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(OpenError::Connect)?;
+        let commit_pool = batches_pool(
+            group_commit::connect_options(options.clone()),
+            group_commit::IN_FLIGHT,
+        )
+        .await?;
+        let read_pool =
+            batches_pool(group_read::connect_options(options), group_read::IN_FLIGHT).await?;
         let mut listener = PgListener::connect_with(&pool)
             .await
             .map_err(OpenError::Connect)?;
@@ -87,10 +99,12 @@ impl PostgresStore {
         ));
         let written_behind = WrittenBehind::start(ledger::behind_sink(pool.clone()));
         let announcer = Announcer::start(pool.clone(), CHANGES_CHANNEL);
-        let group_commit = GroupCommit::start(pool.clone());
-        let group_read = GroupRead::start(pool.clone());
+        let group_commit = GroupCommit::start(commit_pool.clone());
+        let group_read = GroupRead::start(read_pool.clone());
         Ok(Self {
             pool,
+            commit_pool,
+            read_pool,
             written_behind,
             changes,
             announcer,
@@ -117,6 +131,17 @@ impl PostgresStore {
         }
         Ok(())
     }
+}
+
+/// A pool of its own for a kind of batch, with as many connections as it runs batches at
+/// once, each connection set up by `options` for how those batches are planned.
+async fn batches_pool(options: PgConnectOptions, in_flight: usize) -> Result<PgPool, OpenError> {
+    PgPoolOptions::new()
+        .max_connections(u32::try_from(in_flight).unwrap_or(u32::MAX))
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_with(options)
+        .await
+        .map_err(OpenError::Connect)
 }
 
 /// Renews this process's membership every `BEAT`, until the pool closes.
@@ -246,6 +271,8 @@ impl crate::storage::backend::SqlBackend for PostgresStore {
         if let Some(membership) = &self.membership {
             membership.leave(&self.pool).await;
         }
+        self.commit_pool.close().await;
+        self.read_pool.close().await;
         self.pool.close().await;
     }
 }
@@ -255,12 +282,27 @@ pub(super) mod tests {
     use super::PostgresStore;
     use crate::storage::backend::{SqlBackend as _, SqlStore};
     use crate::storage::testing::{Backend, TestDatabase};
+    use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+    use std::str::FromStr;
 
     /// A store on `db` with the schema in place.
     pub(crate) async fn migrated(db: &TestDatabase) -> SqlStore<PostgresStore> {
         let store = PostgresStore::open(db.url()).await.unwrap();
         store.migrate().await.unwrap();
         SqlStore(store)
+    }
+
+    /// A pool of one connection to `db`, set up by `configure` as a pool of the store's.
+    pub(crate) async fn one_connection(
+        db: &TestDatabase,
+        configure: fn(PgConnectOptions) -> PgConnectOptions,
+    ) -> PgPool {
+        let options = PgConnectOptions::from_str(db.url()).unwrap();
+        PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(configure(options))
+            .await
+            .unwrap()
     }
 
     #[tokio::test]
