@@ -6,9 +6,10 @@
 //! claims' operations (`on conflict do nothing`: a key taken, by this batch or another
 //! process, holds back that claim alone), update the reported operations guarded by what
 //! each report read, and insert the events of exactly the changes that applied; it answers
-//! which ones did. Its rows come as arrays of columns (see `columns`), so every batch runs
-//! the same statement, prepared once per connection. A caller hears of its change only after the statement committed, so
-//! every acknowledgement is durable (`synchronous_commit` stays on).
+//! which ones did. Its rows come as arrays of columns (see `columns`), so every batch of a
+//! kind runs the same statement, prepared once per connection. A caller hears of its change
+//! only after the statement committed, so every acknowledgement is durable
+//! (`synchronous_commit` stays on).
 //!
 //! Two batches run at once (`IN_FLIGHT`); the changes arriving meanwhile queue and become
 //! the next batch, so batches grow with the load and a lone change is written at once.
@@ -233,35 +234,42 @@ async fn write_batch(pool: &PgPool, batch: &[&Listed]) -> Result<HashSet<usize>,
 
 /// The batch's statement with its rows bound as columns: its claims, its updates (each with
 /// its place in `batch`, and what its decision read) and the events of all its changes.
+/// Claims come sorted by key and updates by id, so that two batches that touch the same
+/// rows take their locks in one order.
 fn bind_batch<'a>(batch: &[&'a Listed]) -> Statement<'a> {
-    let (mut claims, mut updates, mut events) = (
-        (CreatedColumns::default(), UpdatedColumns::default()),
-        (ReadColumns::default(), UpdatedColumns::default()),
-        EventColumns::default(),
-    );
-    let mut shape = Shape::default();
+    let mut claimed: Vec<&Operation> = Vec::new();
+    let mut updated: Vec<(usize, &Unchanged)> = Vec::new();
+    let mut events = EventColumns::default();
     for (n, listed) in batch.iter().enumerate() {
         match &listed.change {
-            RowChange::NewKeyClaim(operation) => {
-                shape.claims = true;
-                claims.0.push(CreatedValues::from(operation));
-                claims.1.push(UpdatedValues::from(operation));
-            }
-            RowChange::UnchangedUpdate(unchanged) => {
-                shape.updates = true;
-                updates.0.push(n, unchanged);
-                updates.1.push(UpdatedValues::from(&unchanged.after));
-            }
+            RowChange::NewKeyClaim(operation) => claimed.push(operation),
+            RowChange::UnchangedUpdate(unchanged) => updated.push((n, unchanged)),
         }
         for event in &listed.events {
             events.push(n, event);
         }
     }
+    claimed.sort_by(|a, b| (&a.namespace, &a.key).cmp(&(&b.namespace, &b.key)));
+    updated.sort_by_key(|(_, unchanged)| unchanged.after.id);
+    let shape = Shape {
+        claims: !claimed.is_empty(),
+        updates: !updated.is_empty(),
+    };
     let mut statement = sqlx::query(shape.statement());
     if shape.claims {
+        let mut claims = (CreatedColumns::default(), UpdatedColumns::default());
+        for operation in claimed {
+            claims.0.push(CreatedValues::from(operation));
+            claims.1.push(UpdatedValues::from(operation));
+        }
         statement = claims.1.bind(claims.0.bind(statement));
     }
     if shape.updates {
+        let mut updates = (ReadColumns::default(), UpdatedColumns::default());
+        for (n, unchanged) in updated {
+            updates.0.push(n, unchanged);
+            updates.1.push(UpdatedValues::from(&unchanged.after));
+        }
         statement = updates.1.bind(updates.0.bind(statement));
     }
     events.bind(statement)
@@ -301,7 +309,7 @@ impl ReadColumns {
 /// Which changes a batch has. Each kind of batch has a statement of its own without the
 /// parts it does not need, so that claims alone (a lone new key's batch) run none of the
 /// updates' parts, which cost a lone claim about a tenth more in PostgreSQL.
-#[derive(Default, Clone, Copy)]
+#[derive(Clone, Copy)]
 struct Shape {
     claims: bool,
     updates: bool,
