@@ -16,13 +16,6 @@ use crate::storage::operation_rows::{CreatedValues, UpdatedValues};
 /// A statement whose values are being bound.
 pub(super) type Statement<'q> = Query<'q, Postgres, PgArguments>;
 
-/// `count` placeholders numbered on from `next`, separated by `, `; `next` moves past them.
-pub(super) fn placeholders(next: &mut usize, count: usize) -> String {
-    let numbers: Vec<String> = (*next..*next + count).map(|n| format!("${n}")).collect();
-    *next += count;
-    numbers.join(", ")
-}
-
 /// `CREATED_COLUMNS`, one array each.
 #[derive(Default)]
 pub(super) struct CreatedColumns {

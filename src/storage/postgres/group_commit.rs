@@ -32,12 +32,11 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use super::batches::{self, Limits};
-use super::columns::{
-    place, placeholders, CreatedColumns, EventColumns, Statement, UpdatedColumns,
-};
+use super::columns::{place, CreatedColumns, EventColumns, Statement, UpdatedColumns};
 use crate::storage::operation_rows::{
     to_text, CreatedValues, UpdatedValues, CREATED_COLUMNS, UPDATED_COLUMNS,
 };
+use crate::storage::retention_sql::placeholders;
 use crate::storage::store_error;
 
 /// The most changes written by one statement: bounds how long the last of a batch waits
@@ -336,10 +335,16 @@ impl Shape {
     /// claim by its operation's id, an update by its place in the batch (two reports of one
     /// operation may meet in a batch; one of them applies).
     fn write_statement(self) -> String {
-        let next = &mut 1;
+        // Placeholders numbered on from where the last part's ended.
+        let mut next = 1;
+        let mut numbered = |count| {
+            let list = placeholders(next, count);
+            next += count;
+            list
+        };
         let (mut parts, mut applied, mut filter) = (Vec::new(), Vec::new(), Vec::new());
         if self.claims {
-            let claims = placeholders(next, CreatedColumns::COUNT + UpdatedColumns::COUNT);
+            let claims = numbered(CreatedColumns::COUNT + UpdatedColumns::COUNT);
             parts.push(format!(
                 "claimed as (insert into operations ({CREATED_COLUMNS}, {UPDATED_COLUMNS}) \
                  select * from unnest({claims}) on conflict do nothing returning id)"
@@ -348,7 +353,7 @@ impl Shape {
             filter.push("e.operation_id in (select id from claimed)");
         }
         if self.updates {
-            let updates = placeholders(next, ReadColumns::COUNT + UpdatedColumns::COUNT);
+            let updates = numbered(ReadColumns::COUNT + UpdatedColumns::COUNT);
             let new_values: Vec<String> = UPDATED_COLUMNS
                 .split(", ")
                 .map(|column| format!("updates.{column}"))
@@ -365,7 +370,7 @@ impl Shape {
             applied.push("select null::uuid, n from updated");
             filter.push("e.n in (select n from updated)");
         }
-        let events = placeholders(next, EventColumns::COUNT);
+        let events = numbered(EventColumns::COUNT);
         parts.push(format!(
             "events as (insert into operation_events (operation_id, at, kind, actor, detail) \
              select operation_id, at, kind, actor, detail \
