@@ -11,6 +11,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use super::load_client::LoadClient;
 use super::runner::{StepError, Workload};
 
 const ACTOR: &str = "agent:bench/floor";
@@ -132,26 +133,22 @@ async fn hello(Json(body): Json<Value>) -> Json<Value> {
 
 /// One JSON request and answer to the hello server.
 pub struct HelloWorkload {
-    pub client: reqwest::Client,
-    pub url: String,
+    pub client: LoadClient,
 }
 
 #[async_trait]
 impl Workload for HelloWorkload {
     async fn step(&self, _task: usize, _seq: u64) -> Result<(), StepError> {
-        let response = self
-            .client
-            .post(&self.url)
-            .json(&json!({ "name": "bench" }))
-            .send()
-            .await?;
-        let status = response.status().as_u16();
-        let body = response.bytes().await?;
-        if status == 200 {
+        let body = br#"{"name":"bench"}"#.to_vec();
+        let answer = self.client.post_json("/hello", body, &[]).await?;
+        if answer.status == 200 {
             Ok(())
         } else {
-            let body = String::from_utf8_lossy(&body).into_owned();
-            Err(StepError::Answer { status, body })
+            let body = String::from_utf8_lossy(&answer.body).into_owned();
+            Err(StepError::Answer {
+                status: answer.status,
+                body,
+            })
         }
     }
 }

@@ -4,14 +4,17 @@
 use async_trait::async_trait;
 use clap::Parser;
 use hdrhistogram::Histogram;
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
-use serde_json::{json, Value};
-use std::sync::Mutex;
+use hyper::body::Bytes;
+use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use super::load_client::{LoadClient, LoadError};
 use super::runner::{StepError, Workload};
 use super::scenario::{MixedStep, Scenario};
 use ::idem::config::ServeConfig;
@@ -75,7 +78,7 @@ impl IdemServer {
     }
 
     /// Where an agent reaches this server, with its API key.
-    pub fn endpoint(&self) -> Endpoint {
+    pub fn endpoint(&self) -> Result<Endpoint, LoadError> {
         Endpoint::new(&self.base, &self.authorization())
     }
 
@@ -86,28 +89,26 @@ impl IdemServer {
     }
 }
 
-/// One idem server as an agent reaches it: its address and a client sending the API key.
+/// One idem server as an agent reaches it: a client sending the API key with each request.
 #[derive(Clone)]
 pub struct Endpoint {
-    base: String,
-    client: reqwest::Client,
+    client: Arc<LoadClient>,
 }
 
 impl Endpoint {
-    /// An HTTP client sending `authorization` (`Bearer …`); keep-alive is reqwest's default.
-    pub fn new(base: &str, authorization: &str) -> Self {
-        let mut headers = HeaderMap::new();
-        let bearer =
-            HeaderValue::from_str(authorization).expect("an API key is a valid header value");
-        headers.insert(AUTHORIZATION, bearer);
-        let client = reqwest::Client::builder()
-            .default_headers(headers)
-            .build()
-            .expect("an HTTP client");
-        Self {
-            base: base.to_owned(),
-            client,
-        }
+    /// A client of the server at `base` sending `authorization` (`Bearer …`).
+    pub fn new(base: &str, authorization: &str) -> Result<Self, LoadError> {
+        let headers =
+            HeaderMap::from_iter([(AUTHORIZATION, HeaderValue::from_str(authorization)?)]);
+        Ok(Self {
+            client: Arc::new(LoadClient::new(base, headers)?),
+        })
+    }
+
+    async fn post(&self, path: &str, body: &impl Serialize) -> Result<(u16, Bytes), StepError> {
+        let body = serde_json::to_vec(body).map_err(|e| StepError::Outcome(e.to_string()))?;
+        let answer = self.client.post_json(path, body, &[]).await?;
+        Ok((answer.status, answer.body))
     }
 }
 
@@ -127,16 +128,69 @@ pub struct IdemHttp {
     claim_latency: Option<Mutex<Histogram<u64>>>,
 }
 
-/// The same arguments for every key, so a replay's fingerprint matches.
-fn args() -> Value {
-    json!({ "amount_cents": 500 })
+/// A claim's body; the same tool and arguments for every key, so a replay's fingerprint
+/// matches.
+#[derive(Serialize)]
+struct Claim<'a> {
+    tool: &'static str,
+    args: ChargeArgs,
+    key: &'a str,
+}
+
+#[derive(Serialize)]
+struct ChargeArgs {
+    amount_cents: u32,
+}
+
+impl<'a> Claim<'a> {
+    fn of(key: &'a str) -> Self {
+        Self {
+            tool: "bench.charge",
+            args: ChargeArgs { amount_cents: 500 },
+            key,
+        }
+    }
+}
+
+/// A successful completion's body.
+#[derive(Serialize)]
+struct Completion<'a> {
+    lease_token: &'a str,
+    outcome: &'static str,
+    result: Completed,
+}
+
+#[derive(Serialize)]
+struct Completed {
+    ok: bool,
+}
+
+/// What a completion needs of a 201: the operation's id and the lease's token.
+#[derive(Deserialize)]
+struct Started<'a> {
+    #[serde(borrow)]
+    operation: StartedOperation<'a>,
+    #[serde(borrow)]
+    lease: StartedLease<'a>,
+}
+
+#[derive(Deserialize)]
+struct StartedOperation<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct StartedLease<'a> {
+    #[serde(borrow)]
+    token: Cow<'a, str>,
 }
 
 impl IdemHttp {
     /// Prepares a scenario: completes the keys replays need and claims the key duplicates
     /// hit (its lease, 30 s by default, outlasts a run of at most 20 s).
     pub async fn prepare(server: &IdemServer, scenario: Scenario) -> Result<Self, StepError> {
-        Self::prepare_on(vec![server.endpoint()], scenario).await
+        Self::prepare_on(vec![server.endpoint()?], scenario).await
     }
 
     /// Prepares a scenario on the servers of one ledger (at least one), the tasks spread
@@ -185,17 +239,10 @@ impl IdemHttp {
         &self.endpoints[task % self.endpoints.len()]
     }
 
-    async fn claim(&self, task: usize, key: &str) -> Result<(u16, Vec<u8>), StepError> {
-        let body = json!({ "tool": "bench.charge", "args": args(), "key": key });
-        let endpoint = self.endpoint(task);
-        let response = endpoint
-            .client
-            .post(format!("{}/v1/operations", endpoint.base))
-            .json(&body)
-            .send()
-            .await?;
-        let status = response.status().as_u16();
-        Ok((status, response.bytes().await?.to_vec()))
+    async fn claim(&self, task: usize, key: &str) -> Result<(u16, Bytes), StepError> {
+        self.endpoint(task)
+            .post("/v1/operations", &Claim::of(key))
+            .await
     }
 
     /// The claims' latencies so far (`IdemNewHalfPeak` only).
@@ -215,26 +262,16 @@ impl IdemHttp {
                 .expect("latency lock")
                 .saturating_record(micros);
         }
-        let started: Value =
+        let started: Started =
             serde_json::from_slice(&body).map_err(|e| StepError::Outcome(e.to_string()))?;
-        let (Some(id), Some(token)) = (
-            started["operation"]["id"].as_str(),
-            started["lease"]["token"].as_str(),
-        ) else {
-            return Err(StepError::Outcome(format!("no id or lease in {started}")));
+        let completion = Completion {
+            lease_token: &started.lease.token,
+            outcome: "succeeded",
+            result: Completed { ok: true },
         };
-        let completion = json!({
-            "lease_token": token, "outcome": "succeeded", "result": { "ok": true }
-        });
-        let endpoint = self.endpoint(task);
-        let response = endpoint
-            .client
-            .post(format!("{}/v1/operations/{id}/complete", endpoint.base))
-            .json(&completion)
-            .send()
-            .await?;
-        let status = response.status().as_u16();
-        expect(status, 200, &response.bytes().await?)
+        let path = format!("/v1/operations/{}/complete", started.operation.id);
+        let (status, body) = self.endpoint(task).post(&path, &completion).await?;
+        expect(status, 200, &body)
     }
 
     async fn replay(&self, task: usize, seq: u64) -> Result<(), StepError> {

@@ -10,6 +10,7 @@ mod dashboard;
 mod floors;
 mod grouped;
 mod idem;
+mod load_client;
 mod peers;
 mod pgbench;
 mod processes;

@@ -30,10 +30,10 @@ pub async fn on_postgres(url: &str, args: &BenchArgs) -> anyhow::Result<Vec<Row>
     ];
     for (scenario, processes) in kinds {
         let servers = start(&args.idem_bin, url, processes).await?;
-        let endpoints: Vec<Endpoint> = servers
+        let endpoints = servers
             .iter()
             .map(|server| Endpoint::new(&server.base, &authorization))
-            .collect();
+            .collect::<Result<Vec<_>, _>>()?;
         for concurrency in args.concurrencies() {
             let measure = Measure::new(scenario, Some(Engine::Postgres), concurrency, args);
             let workload = async || -> anyhow::Result<Arc<dyn Workload>> {

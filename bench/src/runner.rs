@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 pub enum StepError {
     #[error("HTTP: {0}")]
     Http(#[from] reqwest::Error),
+    #[error("HTTP: {0}")]
+    Load(#[from] crate::load_client::LoadError),
     #[error("unexpected answer {status}: {body}")]
     Answer { status: u16, body: String },
     #[error("store: {0}")]

@@ -2,6 +2,7 @@
 //! scenario at each concurrency, `--runs` times, reported as medians.
 
 use anyhow::Context;
+use hyper::HeaderMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use super::floors::{HelloServer, HelloWorkload, StoreFloor};
 use super::grouped::GroupedSqlite;
 use super::idem::{IdemHttp, IdemServer};
+use super::load_client::LoadClient;
 use super::pgbench;
 use super::report::{Row, RunResult};
 use super::runner::{self, Measurement, Workload};
@@ -24,13 +26,11 @@ pub async fn http_floor(args: &BenchArgs) -> anyhow::Result<Vec<Row>> {
         .await
         .context("starting the axum floor")?;
     let mut rows = Vec::new();
-    let url = format!("{}/hello", server.base);
     for concurrency in args.concurrencies() {
         let measure = Measure::new(Scenario::AxumHello, None, concurrency, args);
         let workload = async || -> anyhow::Result<Arc<dyn Workload>> {
-            let client = reqwest::Client::new();
-            let url = url.clone();
-            let workload: Arc<dyn Workload> = Arc::new(HelloWorkload { client, url });
+            let client = LoadClient::new(&server.base, HeaderMap::new())?;
+            let workload: Arc<dyn Workload> = Arc::new(HelloWorkload { client });
             Ok(workload)
         };
         rows.push(measure.run(workload).await?);

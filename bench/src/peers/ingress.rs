@@ -3,30 +3,32 @@
 //! result) or a key whose invocation has completed (Restate answers from the stored result).
 
 use async_trait::async_trait;
-use reqwest::header::HeaderMap;
-use serde_json::json;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use uuid::Uuid;
 
 use super::table::Step;
+use crate::load_client::{Answer, LoadClient, LoadError};
 use crate::runner::{StepError, Workload};
 
 /// How many completed keys the replays cycle through, as idem's replay scenario does.
 const REPLAY_KEYS: usize = 64;
 /// The header Restate answers a repeated key with, next to the stored result.
 const REPLAY_HEADER: &str = "idempotency-expires";
+/// The ingress path of the bench handler (`Bench/charge` in `handler.mjs`).
+const PATH: &str = "/Bench/charge";
+/// Every call's body, as the arguments of idem's bench are the same for every key.
+const BODY: &[u8] = br#"{"amount_cents":500}"#;
 
-/// The ingress URL of the bench handler (`Bench/charge` in `handler.mjs`).
-pub fn url(ingress: &str) -> String {
-    format!("{ingress}/Bench/charge")
+/// A client of the ingress at `ingress` (`http://host:port`).
+pub fn client(ingress: &str) -> Result<LoadClient, StepError> {
+    Ok(LoadClient::new(ingress, HeaderMap::new())?)
 }
 
-/// One call of the handler with an idempotency key; the body is the same for every key, as
-/// the arguments of idem's bench are.
-pub fn call(client: &reqwest::Client, url: &str, key: &str) -> reqwest::RequestBuilder {
-    client
-        .post(url)
-        .header("idempotency-key", key)
-        .json(&json!({ "amount_cents": 500 }))
+/// One call of the handler with an idempotency key, answered in full.
+pub async fn call(client: &LoadClient, key: &str) -> Result<Answer, StepError> {
+    let key = HeaderValue::from_str(key).map_err(LoadError::from)?;
+    let extra = [(HeaderName::from_static("idempotency-key"), key)];
+    Ok(client.post_json(PATH, BODY.to_vec(), &extra).await?)
 }
 
 /// Whether an answer came from Restate's stored result of an earlier call with the key.
@@ -37,8 +39,7 @@ pub fn is_replay(headers: &HeaderMap) -> bool {
 /// The load on Restate for one step kind.
 pub struct RestateCalls {
     step: Step,
-    client: reqwest::Client,
-    url: String,
+    client: LoadClient,
     /// Unique per run, so new keys never meet earlier keys.
     prefix: String,
     /// Keys whose invocations completed before the run, for replays.
@@ -51,8 +52,7 @@ impl RestateCalls {
         let prefix = Uuid::new_v4().simple().to_string();
         let mut calls = Self {
             step,
-            client: reqwest::Client::new(),
-            url: url(ingress),
+            client: client(ingress)?,
             completed: Vec::new(),
             prefix,
         };
@@ -68,15 +68,18 @@ impl RestateCalls {
 
     /// Sends one call; any answer but 200 is an error. Returns the answer's headers.
     async fn send(&self, key: &str) -> Result<HeaderMap, StepError> {
-        let response = call(&self.client, &self.url, key).send().await?;
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response.bytes().await?;
-        if status == 200 {
-            Ok(headers)
+        let answer = call(&self.client, key).await?;
+        if answer.status == 200 {
+            Ok(answer.headers)
         } else {
-            let body = String::from_utf8_lossy(&body).chars().take(300).collect();
-            Err(StepError::Answer { status, body })
+            let body = String::from_utf8_lossy(&answer.body)
+                .chars()
+                .take(300)
+                .collect();
+            Err(StepError::Answer {
+                status: answer.status,
+                body,
+            })
         }
     }
 
@@ -120,24 +123,6 @@ impl Workload for RestateCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    #[test]
-    fn a_call_posts_the_same_json_with_the_key_in_the_idempotency_header() {
-        let client = reqwest::Client::new();
-        let request = call(&client, &url("http://127.0.0.1:18080"), "run-7-3")
-            .build()
-            .expect("a valid request");
-        assert_eq!(request.method(), reqwest::Method::POST);
-        assert_eq!(
-            request.url().as_str(),
-            "http://127.0.0.1:18080/Bench/charge"
-        );
-        assert_eq!(request.headers()["idempotency-key"], "run-7-3");
-        assert_eq!(request.headers()["content-type"], "application/json");
-        let body = request.body().and_then(|body| body.as_bytes());
-        assert_eq!(body, Some(&br#"{"amount_cents":500}"#[..]));
-    }
 
     #[test]
     fn only_answers_with_the_expiry_header_are_replays() {

@@ -248,18 +248,17 @@ impl RestatePeer {
     /// The first call waits for the partitions to elect their leaders; it is timed, then
     /// kept out of the measured runs.
     async fn first_call(&self) -> anyhow::Result<u64> {
-        let client = reqwest::Client::new();
+        let client = ingress::client(&self.ingress)?;
         let key = format!("warm-up-{}", Uuid::new_v4().simple());
         let begun = Instant::now();
-        let response = ingress::call(&client, &ingress::url(&self.ingress), &key)
-            .timeout(READY_WITHIN)
-            .send()
-            .await?;
-        if response.status() != 200 {
+        let answer = tokio::time::timeout(READY_WITHIN, ingress::call(&client, &key))
+            .await
+            .context("the first call got no answer in time")??;
+        if answer.status != 200 {
             bail!(
                 "the first call answered {}: {}",
-                response.status(),
-                response.text().await?
+                answer.status,
+                String::from_utf8_lossy(&answer.body)
             );
         }
         Ok(begun.elapsed().as_millis() as u64)

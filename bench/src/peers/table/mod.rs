@@ -56,7 +56,8 @@ impl Step {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Client {
-    /// The bench's own tasks (reqwest, keep-alive), in the bench's process.
+    /// The bench's own tasks (hyper's HTTP/1.1 connections, keep-alive), in the bench's
+    /// process.
     InProcess,
     /// `wrk` with `bench/src/wrk/load.lua`, a process of its own.
     Wrk,
@@ -280,8 +281,8 @@ const WHAT_A_STEP_IS: &str = "A step: for a new key, idem's claim (`POST /v1/ope
 `idempotency-key`, which runs the trivial handler and stores its result. For a repeated key, \
 one request answered from the stored outcome (idem: 200 replayed; Restate: 200 with \
 `idempotency-expires`), cycling over 64 completed keys. Same machine, same run; Restate ran first and was stopped \
-before idem started. Each step is measured by two clients: the bench's own (reqwest, \
-keep-alive, in the bench's process, which also hosts idem) and wrk (a process of its own, \
+before idem started. Each step is measured by two clients: the bench's own (hyper's \
+HTTP/1.1 connections, keep-alive, in the bench's process, which also hosts idem) and wrk (a process of its own, \
 `bench/src/wrk/load.lua`), with one connection per concurrent caller. In wrk's view a new \
 key of idem's counts when its completion is answered 200, the claim's id and lease read from \
 its 201; latencies are per request there (half a step for idem's new keys), per step in \
