@@ -82,6 +82,12 @@ impl Changes {
         let _ = self.sender.send(change);
     }
 
+    /// Whether anyone in this process subscribes now: when nobody does, a change heard from
+    /// elsewhere need not even be read.
+    pub fn is_watched(&self) -> bool {
+        self.sender.receiver_count() > 0
+    }
+
     /// Every change published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<OperationChange> {
         self.sender.subscribe()
@@ -96,5 +102,20 @@ impl Changes {
     pub async fn closed(&self) {
         let mut closing = self.closing.subscribe();
         let _ = closing.wait_for(|closed| *closed).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_are_watched_while_someone_subscribes() {
+        let changes = Changes::new();
+        assert!(!changes.is_watched());
+        let subscriber = changes.subscribe();
+        assert!(changes.clone().is_watched());
+        drop(subscriber);
+        assert!(!changes.is_watched());
     }
 }

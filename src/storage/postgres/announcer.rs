@@ -4,6 +4,10 @@
 //! notify (a transaction that does queues on a lock through its commit, so concurrent
 //! commits could not share a flush), and at high rates one notification carries many changes.
 //!
+//! Under load, notifications are spaced (`SPACING`): each costs PostgreSQL a transaction
+//! and a wake-up of every listening connection, and each process parses every one, so a
+//! few large ones are cheaper than many small. A change after a quiet spell goes at once.
+//!
 //! A change that committed but was not announced (the process died in between, or the
 //! database refused the notification) is missed by live views until their next change or
 //! refresh; a claim waiting for an operation to settle (`Prefer: wait`) re-reads it every
@@ -13,11 +17,18 @@
 
 use app::ledger::OperationChange;
 use sqlx::postgres::PgPool;
+use std::future::Future;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::oneshot;
+use tokio::time::{Duration, Instant};
 
 /// The most bytes of one notification's payload; PostgreSQL refuses 8000 and more.
 const MAX_PAYLOAD: usize = 7900;
+
+/// The shortest time from one notification to the next, unless the last was full: the
+/// changes committed meanwhile gather into the next. Live views and waiting claims hear of
+/// a change at most this much later.
+const SPACING: Duration = Duration::from_millis(5);
 
 /// What the announcing task is handed.
 enum Queued {
@@ -57,10 +68,10 @@ impl Announcer {
     }
 }
 
-async fn announce(mut queued: UnboundedReceiver<Queued>, pool: PgPool, channel: &'static str) {
-    let mut carried = None;
-    while let Some(batch) = next_batch(&mut queued, &mut carried).await {
-        if let Some(payload) = &batch.payload {
+async fn announce(queued: UnboundedReceiver<Queued>, pool: PgPool, channel: &'static str) {
+    let notify = |payload: String| {
+        let pool = pool.clone();
+        async move {
             let sent = sqlx::query("select pg_notify($1, $2)")
                 .bind(channel)
                 .bind(payload)
@@ -69,6 +80,30 @@ async fn announce(mut queued: UnboundedReceiver<Queued>, pool: PgPool, channel: 
             if let (Err(error), false) = (sent, pool.is_closed()) {
                 tracing::warn!(%error, "could not announce operation changes; live views miss them");
             }
+        }
+    };
+    send_spaced(queued, notify).await;
+}
+
+/// Sends each notification's worth of queued changes with `notify`, `SPACING` apart unless
+/// the one before was full, until every sender is gone.
+async fn send_spaced<N, Sent>(mut queued: UnboundedReceiver<Queued>, mut notify: N)
+where
+    N: FnMut(String) -> Sent,
+    Sent: Future<Output = ()>,
+{
+    let mut carried = None;
+    let mut next_at = Instant::now();
+    loop {
+        if carried.is_none() {
+            tokio::time::sleep_until(next_at).await;
+        }
+        let Some(batch) = next_batch(&mut queued, &mut carried).await else {
+            return;
+        };
+        next_at = Instant::now() + SPACING;
+        if let Some(payload) = batch.payload {
+            notify(payload).await;
         }
         if let Some(flushed) = batch.flushed {
             let _ = flushed.send(());
@@ -178,6 +213,54 @@ mod tests {
         assert_eq!(flushes.len(), 1, "the flush comes with the last batch");
         flushes.pop().unwrap().send(()).unwrap();
         done.await.unwrap();
+    }
+
+    /// Sends through `send_spaced` what `feed` queues, on tokio's paused clock; answers when
+    /// each notification went out (from the start) and how many changes it carried.
+    async fn spaced_sends(feed: impl AsyncFnOnce(&UnboundedSender<Queued>)) -> Vec<(u128, usize)> {
+        let (queue, queued) = unbounded_channel();
+        let started = Instant::now();
+        let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = sent.clone();
+        let sender = tokio::spawn(send_spaced(queued, move |payload: String| {
+            let heard: Vec<OperationChange> = serde_json::from_str(&payload).unwrap();
+            let at = started.elapsed().as_millis();
+            record.lock().unwrap().push((at, heard.len()));
+            async {}
+        }));
+        feed(&queue).await;
+        drop(queue);
+        sender.await.unwrap();
+        let sent = sent.lock().unwrap().clone();
+        sent
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_after_a_quiet_spell_goes_at_once_and_the_next_waits_for_the_spacing() {
+        let sent = spaced_sends(async |queue| {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            queue.send(Queued::Change(change())).unwrap();
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            for _ in 0..3 {
+                queue.send(Queued::Change(change())).unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        })
+        .await;
+        assert_eq!(sent, vec![(100, 1), (105, 3)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn full_notifications_go_back_to_back() {
+        let sent = spaced_sends(async |queue| {
+            for _ in 0..200 {
+                queue.send(Queued::Change(change())).unwrap();
+            }
+        })
+        .await;
+        assert!(sent.len() > 2, "{sent:?}");
+        assert!(sent.iter().all(|&(at, _)| at == 0), "{sent:?}");
+        assert_eq!(sent.iter().map(|&(_, n)| n).sum::<usize>(), 200);
     }
 
     #[tokio::test]

@@ -214,6 +214,9 @@ struct Replaced {
 /// `announcer`), or the trigger's object naming a replaced key.
 fn relay_change(changes: &Changes, membership: Option<&Membership>, payload: &str) {
     if payload.starts_with('[') {
+        if !changes.is_watched() {
+            return;
+        }
         match serde_json::from_str::<Vec<OperationChange>>(payload) {
             Ok(announced) => announced.into_iter().for_each(|c| changes.publish(c)),
             Err(error) => tracing::warn!(%error, "ignoring malformed operation changes"),
