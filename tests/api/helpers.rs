@@ -8,6 +8,7 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use reqwest::{redirect, Response};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 pub use idem::storage::testing::Backend as Db;
 
@@ -30,6 +31,7 @@ pub struct TestApp {
     pub state: AppState,
     pub database: TestDatabase,
     shutdown: Option<oneshot::Sender<()>>,
+    running: Option<JoinHandle<std::io::Result<()>>>,
 }
 
 impl Drop for TestApp {
@@ -44,7 +46,12 @@ impl Drop for TestApp {
 async fn start(
     database_url: &str,
     adjust: impl FnOnce(&mut ServeConfig),
-) -> (String, AppState, oneshot::Sender<()>) {
+) -> (
+    String,
+    AppState,
+    oneshot::Sender<()>,
+    JoinHandle<std::io::Result<()>>,
+) {
     let mut config = ServeConfig::for_tests(database_url);
     adjust(&mut config);
     let application = Application::build(config)
@@ -53,10 +60,10 @@ async fn start(
     let address = format!("http://{}", application.local_addr());
     let state = application.state().clone();
     let (shutdown, stopped) = oneshot::channel::<()>();
-    tokio::spawn(application.run_until(async move {
+    let running = tokio::spawn(application.run_until(async move {
         let _ = stopped.await;
     }));
-    (address, state, shutdown)
+    (address, state, shutdown, running)
 }
 
 /// A second server on a `TestApp`'s database, stopped when dropped.
@@ -82,18 +89,30 @@ impl TestApp {
     /// Starts the application after adjusting its configuration.
     pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut ServeConfig)) -> Self {
         let database = TestDatabase::create(backend).await;
-        let (address, state, shutdown) = start(database.url(), adjust).await;
+        let (address, state, shutdown, running) = start(database.url(), adjust).await;
         Self {
             address,
             state,
             database,
             shutdown: Some(shutdown),
+            running: Some(running),
+        }
+    }
+
+    /// Stops the server and waits until it has closed its database, so that removing the
+    /// database afterwards leaves nothing behind (dropping only asks the server to stop).
+    pub async fn stop(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(running) = self.running.take() {
+            let _ = running.await;
         }
     }
 
     /// Another server on this app's database, as a second process would be (PostgreSQL).
     pub async fn spawn_beside(&self, adjust: impl FnOnce(&mut ServeConfig)) -> OtherServer {
-        let (address, _, shutdown) = start(self.database.url(), adjust).await;
+        let (address, _, shutdown, _) = start(self.database.url(), adjust).await;
         OtherServer {
             address,
             shutdown: Some(shutdown),

@@ -46,7 +46,7 @@ async fn pages_render_while_other_servers_start_in_the_same_process() {
         })
         .collect();
     for _ in 0..16 {
-        drop(TestApp::spawn(Db::Sqlite).await);
+        TestApp::spawn(Db::Sqlite).await.stop().await;
     }
     started_all.store(true, Ordering::Release);
     for client in clients {
