@@ -1,6 +1,7 @@
-//! Fresh databases for tests: a SQLite file in the temp folder, or a new PostgreSQL database
-//! on the server of `IDEM_TEST_POSTGRES_URL` (default: this machine's, as user postgres).
-//! Each is removed when the value is dropped, even when the test fails.
+//! Fresh databases for tests: a SQLite file in a folder of its own in the temp folder, or a
+//! new PostgreSQL database on the server of `IDEM_TEST_POSTGRES_URL` (default: this
+//! machine's, as user postgres). Each is removed when the value is dropped, even when the
+//! test fails.
 
 use sqlx::{Connection, PgConnection};
 use std::path::PathBuf;
@@ -26,8 +27,15 @@ pub struct TestDatabase {
 }
 
 enum Cleanup {
-    File(PathBuf),
-    PostgresDatabase { server: String, name: String },
+    /// A SQLite file and the folder made for it alone.
+    Folder {
+        folder: PathBuf,
+        file: PathBuf,
+    },
+    PostgresDatabase {
+        server: String,
+        name: String,
+    },
 }
 
 impl TestDatabase {
@@ -39,11 +47,16 @@ impl TestDatabase {
         }
     }
 
+    /// A file in a folder of its own, removed with the folder: a server or pool that
+    /// outlives its test and connects again then fails instead of leaving an empty file.
     fn sqlite() -> Self {
-        let path = std::env::temp_dir().join(format!("idem-test-{}.db", Uuid::new_v4().simple()));
+        let folder = std::env::temp_dir().join(format!("idem-test-{}", Uuid::new_v4().simple()));
+        std::fs::create_dir(&folder)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", folder.display()));
+        let file = folder.join("idem.db");
         Self {
-            url: format!("sqlite://{}", path.display()),
-            cleanup: Cleanup::File(path),
+            url: format!("sqlite://{}", file.display()),
+            cleanup: Cleanup::Folder { folder, file },
         }
     }
 
@@ -84,7 +97,7 @@ impl TestDatabase {
     /// The path of a SQLite database file.
     pub fn sqlite_path(&self) -> Option<&std::path::Path> {
         match &self.cleanup {
-            Cleanup::File(path) => Some(path),
+            Cleanup::Folder { file, .. } => Some(file),
             Cleanup::PostgresDatabase { .. } => None,
         }
     }
@@ -109,11 +122,8 @@ fn database_url_on(server: &str, name: &str) -> String {
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         match &self.cleanup {
-            Cleanup::File(path) => {
-                // `-serve.lock` is left by a store opened to serve (`idem serve`'s hold).
-                for suffix in ["", "-wal", "-shm", "-serve.lock"] {
-                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-                }
+            Cleanup::Folder { folder, .. } => {
+                let _ = std::fs::remove_dir_all(folder);
             }
             Cleanup::PostgresDatabase { server, name } => {
                 // Drop runs inside the test's runtime, which cannot be blocked on; a short-lived
