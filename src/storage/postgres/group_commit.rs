@@ -22,7 +22,6 @@ use app::domain::OperationStatus;
 use app::ledger::{Event, Operation};
 use app::store_error::StoreError;
 use chrono::{DateTime, Utc};
-use futures_util::future::join_all;
 use sqlx::postgres::{PgConnectOptions, PgPool};
 use sqlx::Row;
 use std::collections::HashSet;
@@ -31,7 +30,7 @@ use std::sync::{Arc, LazyLock};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::batches::{self, Limits};
+use super::batches::{self, KeptConnections, Limits};
 use super::columns::{place, CreatedColumns, EventColumns, Statement, UpdatedColumns};
 use crate::storage::operation_rows::{
     to_text, CreatedValues, UpdatedValues, CREATED_COLUMNS, UPDATED_COLUMNS,
@@ -87,6 +86,7 @@ impl Listed {
 #[derive(Clone)]
 pub(super) struct GroupCommit {
     queue: mpsc::UnboundedSender<Job>,
+    connections: Arc<KeptConnections>,
     #[cfg_attr(not(test), allow(dead_code))]
     counts: Arc<Counts>,
 }
@@ -110,8 +110,18 @@ impl GroupCommit {
     pub(super) fn start(pool: PgPool) -> Self {
         let (queue, jobs) = mpsc::unbounded_channel();
         let counts = Arc::new(Counts::default());
-        tokio::spawn(gather(pool, jobs, counts.clone()));
-        Self { queue, counts }
+        let connections = Arc::new(KeptConnections::new(pool));
+        tokio::spawn(gather(connections.clone(), jobs, counts.clone()));
+        Self {
+            queue,
+            connections,
+            counts,
+        }
+    }
+
+    /// Gives the connections kept between batches back to the pool (the store is closing).
+    pub(super) fn release_connections(&self) {
+        self.connections.release();
     }
 
     /// Writes `listed` with the changes that arrive with it; whether it applied (`false`:
@@ -159,7 +169,11 @@ pub(super) fn connect_options(options: PgConnectOptions) -> PgConnectOptions {
 }
 
 /// Writes what queued on `jobs` in batches, until every handle is gone.
-async fn gather(pool: PgPool, jobs: mpsc::UnboundedReceiver<Job>, counts: Arc<Counts>) {
+async fn gather(
+    connections: Arc<KeptConnections>,
+    jobs: mpsc::UnboundedReceiver<Job>,
+    counts: Arc<Counts>,
+) {
     let limits = Limits {
         in_flight: IN_FLIGHT,
         max_jobs: MAX_BATCH,
@@ -167,16 +181,16 @@ async fn gather(pool: PgPool, jobs: mpsc::UnboundedReceiver<Job>, counts: Arc<Co
         weight: |job: &Job| job.listed.rows(),
     };
     batches::gather(jobs, limits, move |batch| {
-        let (pool, counts) = (pool.clone(), counts.clone());
-        async move { commit(&pool, batch, &counts).await }
+        let (connections, counts) = (connections.clone(), counts.clone());
+        async move { commit(&connections, batch, &counts).await }
     })
     .await;
 }
 
 /// Writes a batch and answers each of its changes.
-async fn commit(pool: &PgPool, batch: Vec<Job>, counts: &Counts) {
+async fn commit(connections: &KeptConnections, batch: Vec<Job>, counts: &Counts) {
     let listed: Vec<&Listed> = batch.iter().map(|job| &job.listed).collect();
-    match write_batch(pool, &listed).await {
+    match write_batch(connections, &listed).await {
         Ok(applied) => {
             counts.commits.fetch_add(1, Ordering::Relaxed);
             counts
@@ -186,13 +200,13 @@ async fn commit(pool: &PgPool, batch: Vec<Job>, counts: &Counts) {
                 let _ = job.reply.send(Ok(applied.contains(&n)));
             }
         }
+        // One after another: this batch's slot holds at most one connection at a time, so
+        // the kept connections never outnumber the slots (a change waiting for the pool
+        // while another's connection sat kept would wait out the pool's timeout).
         Err(error) if batch.len() > 1 && refused_whole(&error) => {
-            join_all(
-                batch
-                    .into_iter()
-                    .map(|job| Box::pin(commit(pool, vec![job], counts))),
-            )
-            .await;
+            for job in batch {
+                Box::pin(commit(connections, vec![job], counts)).await;
+            }
         }
         Err(error) => {
             let error = store_error(error);
@@ -213,8 +227,13 @@ fn refused_whole(error: &sqlx::Error) -> bool {
 }
 
 /// Runs a batch's statement; the positions in `batch` of the changes that applied.
-async fn write_batch(pool: &PgPool, batch: &[&Listed]) -> Result<HashSet<usize>, sqlx::Error> {
-    let rows = bind_batch(batch).fetch_all(pool).await?;
+async fn write_batch(
+    connections: &KeptConnections,
+    batch: &[&Listed],
+) -> Result<HashSet<usize>, sqlx::Error> {
+    let mut connection = connections.take().await?;
+    let rows = bind_batch(batch).fetch_all(&mut *connection).await?;
+    connections.keep(connection);
     let applied = rows
         .iter()
         .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
@@ -642,6 +661,8 @@ mod tests {
         );
 
         assert!(claimed.unwrap() && reported.unwrap() && both.0.unwrap() && both.1.unwrap());
+        // The group keeps the pool's one connection; the queries below need it back.
+        group.release_connections();
         let shapes = [(true, false), (false, true), (true, true)];
         for (claims, updates) in shapes {
             let statement = Shape { claims, updates }.statement();

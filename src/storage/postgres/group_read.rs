@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::batches::{self, Limits};
+use super::batches::{self, KeptConnections, Limits};
 use crate::storage::operation_rows::{OperationRow, OPERATION_COLUMNS};
 use crate::storage::store_error;
 
@@ -50,6 +50,7 @@ struct Job {
 #[derive(Clone)]
 pub(super) struct GroupRead {
     queue: mpsc::UnboundedSender<Job>,
+    connections: Arc<KeptConnections>,
     #[cfg_attr(not(test), allow(dead_code))]
     statements: Arc<AtomicU64>,
 }
@@ -59,8 +60,18 @@ impl GroupRead {
     pub(super) fn start(pool: PgPool) -> Self {
         let (queue, jobs) = mpsc::unbounded_channel();
         let statements = Arc::new(AtomicU64::new(0));
-        tokio::spawn(gather(pool, jobs, statements.clone()));
-        Self { queue, statements }
+        let connections = Arc::new(KeptConnections::new(pool));
+        tokio::spawn(gather(connections.clone(), jobs, statements.clone()));
+        Self {
+            queue,
+            connections,
+            statements,
+        }
+    }
+
+    /// Gives the connections kept between batches back to the pool (the store is closing).
+    pub(super) fn release_connections(&self) {
+        self.connections.release();
     }
 
     /// The live operation of `key` in `namespace`, if any, and the time it was read at.
@@ -107,7 +118,11 @@ pub(super) fn connect_options(options: PgConnectOptions) -> PgConnectOptions {
 }
 
 /// Answers what queued on `jobs` in batches, until every handle is gone.
-async fn gather(pool: PgPool, jobs: mpsc::UnboundedReceiver<Job>, statements: Arc<AtomicU64>) {
+async fn gather(
+    connections: Arc<KeptConnections>,
+    jobs: mpsc::UnboundedReceiver<Job>,
+    statements: Arc<AtomicU64>,
+) {
     let limits = Limits {
         in_flight: IN_FLIGHT,
         max_jobs: MAX_BATCH,
@@ -115,15 +130,15 @@ async fn gather(pool: PgPool, jobs: mpsc::UnboundedReceiver<Job>, statements: Ar
         weight: |_: &Job| 1,
     };
     batches::gather(jobs, limits, move |batch| {
-        let (pool, statements) = (pool.clone(), statements.clone());
+        let (connections, statements) = (connections.clone(), statements.clone());
         async move {
             let found = match batch.as_slice() {
-                [alone] => read_one(&pool, &alone.lookup)
+                [alone] => read_one(&connections, &alone.lookup)
                     .await
                     .map(|found| vec![found]),
                 _ => {
                     let lookups: Vec<&Lookup> = batch.iter().map(|job| &job.lookup).collect();
-                    read_batch(&pool, &lookups).await
+                    read_batch(&connections, &lookups).await
                 }
             };
             statements.fetch_add(1, Ordering::Relaxed);
@@ -151,7 +166,11 @@ fn answer(batch: Vec<Job>, found: Result<Vec<Result<Found, StoreError>>, StoreEr
 
 /// A lookup alone in its batch (the usual case under light load) is read by a statement of
 /// its own, one index probe, where the batch's statement unpacks two arrays and joins both.
-async fn read_one(pool: &PgPool, lookup: &Lookup) -> Result<Result<Found, StoreError>, StoreError> {
+async fn read_one(
+    connections: &KeptConnections,
+    lookup: &Lookup,
+) -> Result<Result<Found, StoreError>, StoreError> {
+    let mut connection = connections.take().await.map_err(store_error)?;
     let clock = "from (select clock_timestamp() as read_at) as clock left join operations";
     let row = match lookup {
         Lookup::Key { namespace, key } => {
@@ -162,21 +181,25 @@ async fn read_one(pool: &PgPool, lookup: &Lookup) -> Result<Result<Found, StoreE
             sqlx::query(&sql)
                 .bind(namespace.as_str())
                 .bind(key.as_str())
-                .fetch_one(pool)
+                .fetch_one(&mut *connection)
                 .await
         }
         Lookup::Id(id) => {
             let sql = format!("select {OPERATION_COLUMNS}, read_at {clock} on id = $1");
-            sqlx::query(&sql).bind(*id).fetch_one(pool).await
+            sqlx::query(&sql)
+                .bind(*id)
+                .fetch_one(&mut *connection)
+                .await
         }
     }
     .map_err(store_error)?;
+    connections.keep(connection);
     Ok(found_in(&row))
 }
 
 /// Runs a batch's statement: what each lookup found, in the batch's order.
 async fn read_batch(
-    pool: &PgPool,
+    connections: &KeptConnections,
     lookups: &[&Lookup],
 ) -> Result<Vec<Result<Found, StoreError>>, StoreError> {
     let (mut namespaces, mut keys, mut ids) = (Vec::new(), Vec::new(), Vec::new());
@@ -209,13 +232,15 @@ async fn read_batch(
          left join lateral (select {OPERATION_COLUMNS} from operations \
          where id = i.id limit 1) as o on true"
     );
+    let mut connection = connections.take().await.map_err(store_error)?;
     let rows = sqlx::query(&sql)
         .bind(namespaces)
         .bind(keys)
         .bind(ids)
-        .fetch_all(pool)
+        .fetch_all(&mut *connection)
         .await
         .map_err(store_error)?;
+    connections.keep(connection);
     let mut found: Vec<Option<Result<Found, StoreError>>> = lookups.iter().map(|_| None).collect();
     for row in rows {
         let n: i64 = row.try_get("n").map_err(store_error)?;
@@ -358,6 +383,8 @@ mod tests {
             let found = join_all(keys.iter().map(|key| group.key(&live.namespace, key))).await;
             assert!(found[0].as_ref().unwrap().0.is_some());
         }
+        // The group keeps the pool's one connection; the queries below need it back.
+        group.release_connections();
 
         sqlx::query(
             "insert into operations (id, namespace, key, key_source, tool, effect, fingerprint, \

@@ -274,6 +274,8 @@ impl crate::storage::backend::SqlBackend for PostgresStore {
         if let Some(membership) = &self.membership {
             membership.leave(&self.pool).await;
         }
+        self.group_commit.release_connections();
+        self.group_read.release_connections();
         self.commit_pool.close().await;
         self.read_pool.close().await;
         self.pool.close().await;
